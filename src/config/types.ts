@@ -1,0 +1,43 @@
+import type { Durability } from '../store/types.js';
+
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+
+/** The whole configuration after parsing and validation, with every default filled in. */
+export interface Config {
+  main: {
+    /** Holds models, metadata, the generated secret and admin token. */
+    dataDir: string;
+    /** `dataschema_secrets`: never empty after loading. */
+    secrets: string[];
+    /** Bearer token of every management call. */
+    adminToken: string;
+    logLevel: LogLevel;
+  };
+  http: {
+    host: string;
+    port: number;
+    urlBytesMax: number;
+    bodyBytesMax: number;
+    idleTimeoutS: number;
+  };
+  store: {
+    sync: Durability;
+    syncIntervalMs: number;
+    segmentBytes: number;
+    segmentAgeHours: number;
+    retentionMaxRecords: number;
+    retentionMaxBytes: number;
+    retentionMaxAgeHours: number;
+  };
+  scripts: {
+    /** Worker threads running Lua; 0 in the file means (cores - 1, at least 1). */
+    workers: number;
+    /** Soft limit per invocation (Lua instruction hook). */
+    timeoutMs: number;
+    /** Hard limit: the worker is ended and replaced. */
+    hardTimeoutMs: number;
+    memoryMb: number;
+    /** Payloads waiting per input before pushes get 503. */
+    queueMax: number;
+  };
+}

@@ -1,0 +1,90 @@
+/**
+ * Every error the service raises on purpose. Each class carries a stable `code` string and the HTTP
+ * status it maps to, so the HTTP layer turns any of them into the contract's envelope
+ * `{code: status, msg: message, data: null}` without knowing where it came from.
+ * Anything that is not an EdgeError is a bug and answers 500.
+ */
+export class EdgeError extends Error {
+  readonly code: string;
+  readonly status: number;
+
+  constructor(message: string, code: string, status: number, options?: ErrorOptions) {
+    super(message, options);
+    this.code = code;
+    this.status = status;
+  }
+}
+
+/** A parameter, field or body broke a rule. The message names it and the rule. */
+export class InvalidArgumentError extends EdgeError {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, 'ERR_INVALID_ARGUMENT', 400, options);
+    this.name = 'InvalidArgumentError';
+  }
+}
+
+/** Missing or wrong secret or token. */
+export class AuthError extends EdgeError {
+  constructor(message: string) {
+    super(message, 'ERR_AUTH', 401);
+    this.name = 'AuthError';
+  }
+}
+
+export class NotFoundError extends EdgeError {
+  constructor(message: string) {
+    super(message, 'ERR_NOT_FOUND', 404);
+    this.name = 'NotFoundError';
+  }
+}
+
+export class MethodNotAllowedError extends EdgeError {
+  constructor(message: string) {
+    super(message, 'ERR_METHOD_NOT_ALLOWED', 405);
+    this.name = 'MethodNotAllowedError';
+  }
+}
+
+/** The object is in the wrong state for the operation, such as a model that is not published. */
+export class StateError extends EdgeError {
+  constructor(message: string) {
+    super(message, 'ERR_STATE', 409);
+    this.name = 'StateError';
+  }
+}
+
+export class PayloadTooLargeError extends EdgeError {
+  constructor(message: string) {
+    super(message, 'ERR_PAYLOAD_TOO_LARGE', 413);
+    this.name = 'PayloadTooLargeError';
+  }
+}
+
+export class TooManyRequestsError extends EdgeError {
+  readonly retryAfterS: number;
+
+  constructor(message: string, retryAfterS: number) {
+    super(message, 'ERR_TOO_MANY_REQUESTS', 429);
+    this.name = 'TooManyRequestsError';
+    this.retryAfterS = retryAfterS;
+  }
+}
+
+/** Overloaded (a full queue) or unable to write (a read-only store). Retrying later may succeed. */
+export class UnavailableError extends EdgeError {
+  readonly retryAfterS: number;
+
+  constructor(message: string, retryAfterS = 1, options?: ErrorOptions, code = 'ERR_UNAVAILABLE') {
+    super(message, code, 503, options);
+    this.name = 'UnavailableError';
+    this.retryAfterS = retryAfterS;
+  }
+}
+
+/** A model's log refuses writes after a disk-full or I/O error, until space is back. */
+export class StoreReadOnlyError extends UnavailableError {
+  constructor(modelId: string, reason: string, options?: ErrorOptions) {
+    super(`store read-only for model ${modelId}: ${reason}`, 5, options, 'ERR_STORE_READ_ONLY');
+    this.name = 'StoreReadOnlyError';
+  }
+}

@@ -1,0 +1,49 @@
+/**
+ * Data models ("data schemas" in RHILEX) and their attributes ("properties"), as contract section 3.
+ * These shapes are plain data: they travel to the script workers with structured clone.
+ */
+
+export const ATTRIBUTE_TYPES = ['INTEGER', 'FLOAT', 'BOOL', 'STRING', 'GEO'] as const;
+export type AttributeType = (typeof ATTRIBUTE_TYPES)[number];
+
+export const ATTRIBUTE_RW = ['R', 'W', 'RW'] as const;
+export type AttributeRw = (typeof ATTRIBUTE_RW)[number];
+
+export interface AttributeRule {
+  /** Typed: number for INTEGER/FLOAT, boolean for BOOL, string for STRING/GEO. */
+  defaultValue: number | boolean | string;
+  /** Bounds INTEGER/FLOAT only when max > min. For STRING, max > 0 is the longest length in bytes. */
+  min: number;
+  max: number;
+  trueLabel: string;
+  falseLabel: string;
+  /** FLOAT: decimal places kept when stored; 0 leaves values as they are. */
+  round: number;
+}
+
+export interface Attribute {
+  uuid: string;
+  schemaId: string;
+  name: string;
+  label: string;
+  type: AttributeType;
+  rw: AttributeRw;
+  unit: string;
+  description: string;
+  rule: AttributeRule;
+}
+
+export interface DataModel {
+  uuid: string;
+  name: string;
+  description: string;
+  published: boolean;
+  createdAtMs: number;
+  /** In creation order; this is the model order of record keys and of the stored value arrays. */
+  attributes: Attribute[];
+}
+
+/** The outcome of checking a script's table against a model. `error` is what `rds:*` returns to Lua. */
+export type RecordCheck =
+  | { ok: true; record: Record<string, unknown> }
+  | { ok: false; error: string };

@@ -1,0 +1,92 @@
+/**
+ * The public shape of the storage engine. Everything outside src/store/ depends on these types only,
+ * plus `Store.open` from src/store/store.ts.
+ */
+
+/** When a write counts as durable. See docs/storage-format.md. */
+export type Durability = 'none' | 'interval' | 'always';
+
+export interface StoreOptions {
+  /** Root directory; each model lives in `<rootDir>/<modelId>/`. Created when missing. */
+  rootDir: string;
+  durability: Durability;
+  /** fdatasync period for `interval`. */
+  syncIntervalMs: number;
+  /** A segment is sealed and a new one started once it reaches this size. */
+  segmentBytesMax: number;
+  /** ... or once its first record is this old. */
+  segmentAgeMsMax: number;
+  /** Retention applied to models opened without their own limits. */
+  retention: RetentionLimits;
+}
+
+/** Whole sealed segments are removed from the head while any limit is exceeded. 0 = no limit. */
+export interface RetentionLimits {
+  maxRecords: number;
+  maxBytes: number;
+  maxAgeMs: number;
+}
+
+export interface ModelSpec {
+  /** Attribute names in model order. Payloads are encoded as a value array in this order. */
+  fields: readonly string[];
+  retention?: RetentionLimits;
+}
+
+/**
+ * A record as reads return it: `id`, `create_at` (milliseconds since the epoch, UTC), then the
+ * attributes in model order. A `select` keeps only the named keys, in that same canonical order.
+ */
+export type RecordView = { id?: number; create_at?: number } & Record<string, unknown>;
+
+export type PageOrder = 'asc' | 'desc';
+
+export interface PageQuery {
+  /** 1-based page number. */
+  current: number;
+  /** 1..PAGE_SIZE_MAX */
+  size: number;
+  order: PageOrder;
+  /** Field names to keep (`id`, `create_at` or attributes); undefined keeps all. */
+  select?: readonly string[];
+}
+
+export interface PageResult {
+  total: number;
+  records: RecordView[];
+}
+
+export interface ExportRange {
+  fromId?: number;
+  toId?: number;
+  select?: readonly string[];
+}
+
+export type ModelLogState = 'ok' | 'read-only';
+
+/** What recovery found and did when a model was opened. Logged, and exposed for tests and metrics. */
+export interface RecoveryReport {
+  modelId: string;
+  /** true when the clean-shutdown path adopted the manifest without scanning. */
+  clean: boolean;
+  scannedBytes: number;
+  /** Bytes cut from the end of the active segment (torn or garbage tail). */
+  truncatedBytes: number;
+  /** Id ranges lost to corruption inside older data, inclusive. */
+  lostRanges: Array<{ fromId: number; toId: number }>;
+  /** Index files that were missing or corrupt and were rebuilt. */
+  rebuiltIndexes: number;
+  durationMs: number;
+}
+
+export interface ModelLogStats {
+  state: ModelLogState;
+  total: number;
+  firstId: number;
+  lastId: number;
+  segments: number;
+  bytes: number;
+  /** Writes accepted but not yet covered by an fdatasync. */
+  pendingSyncBytes: number;
+  lastError?: string;
+}
