@@ -1,0 +1,259 @@
+/**
+ * The queue of one input. Payloads are batched into worker tasks (every rule reading the input runs
+ * on each payload of the batch, in order); several batches may run at once on different workers,
+ * but their records are appended strictly in arrival order: a finished batch waits until every
+ * earlier batch of the input has been applied.
+ */
+import { InvalidArgumentError, UnavailableError } from '../errors.js';
+import { WorkerLostError, type ScriptPool } from './pool.js';
+import type { RuleStatsBook } from './stats.js';
+import type { LogFn, ModelSource, PushResult, RecordLog, RuleScripts, RunResult, RunTask } from './types.js';
+
+/** ~25 ms of work for the sample script: long enough to amortise the ~60 µs task cost, short enough to keep latency low. */
+export const BATCH_PAYLOADS_MAX = 512;
+const PUSH_ERRORS_MAX = 10;
+
+/** The parts of a task the engine fills in (models, read-only set, rule epoch). */
+export type TaskContext = Omit<RunTask, 'kind' | 'rules' | 'payloads'>;
+
+export interface DispatcherDeps {
+  inendUuid: string;
+  queueMax: number;
+  pool: ScriptPool;
+  models: ModelSource;
+  stats: RuleStatsBook;
+  rulesFor(inendUuid: string): RuleScripts[];
+  taskContext(): TaskContext;
+  log?: LogFn;
+}
+
+class PushTicket {
+  remaining: number;
+  readonly result: PushResult = { accepted: 0, failed: 0, errors: [] };
+  readonly done: Promise<PushResult>;
+  private resolve!: (result: PushResult) => void;
+
+  constructor(count: number) {
+    this.remaining = count;
+    this.done = new Promise((resolve) => (this.resolve = resolve));
+  }
+
+  settle(index: number, error: string | undefined): void {
+    if (error === undefined) this.result.accepted++;
+    else {
+      this.result.failed++;
+      if (this.result.errors.length < PUSH_ERRORS_MAX) this.result.errors.push({ index, message: error });
+    }
+    if (--this.remaining === 0) {
+      this.result.errors.sort((a, b) => a.index - b.index);
+      this.resolve(this.result);
+    }
+  }
+}
+
+interface Entry {
+  payload: string;
+  ticket?: PushTicket;
+  index: number;
+}
+
+interface Batch {
+  entries: Entry[];
+  rules: RuleScripts[];
+  result?: RunResult;
+}
+
+export class InputDispatcher {
+  private queue: Entry[] = [];
+  private readonly inFlight: Batch[] = [];
+  private pumpScheduled = false;
+  /** Batches applied to the store whose pushes wait for durability. */
+  private settling = 0;
+  private idleWaiters: Array<() => void> = [];
+
+  constructor(private readonly deps: DispatcherDeps) {}
+
+  get queued(): number {
+    return this.queue.length;
+  }
+
+  /** Accepts all payloads or none; resolves once every one is stored (durably when the store syncs every write). */
+  push(payloads: string[]): Promise<PushResult> {
+    const { queueMax, inendUuid } = this.deps;
+    if (payloads.length === 0) return Promise.resolve({ accepted: 0, failed: 0, errors: [] });
+    if (payloads.length > queueMax) {
+      throw new InvalidArgumentError(`payloads: at most ${queueMax} per push for input ${inendUuid}, got ${payloads.length}`);
+    }
+    if (this.queue.length + payloads.length > queueMax) {
+      throw new UnavailableError(`input ${inendUuid} queue is full (${this.queue.length} of ${queueMax} payloads waiting), retry later`, 1);
+    }
+    const ticket = new PushTicket(payloads.length);
+    payloads.forEach((payload, index) => this.queue.push({ payload, ticket, index }));
+    this.schedulePump();
+    return ticket.done;
+  }
+
+  /** For simulators: takes what fits, returns how many. */
+  offer(payloads: string[]): number {
+    const room = Math.max(0, this.deps.queueMax - this.queue.length);
+    const taken = payloads.slice(0, room);
+    for (const payload of taken) this.queue.push({ payload, index: 0 });
+    if (taken.length > 0) this.schedulePump();
+    return taken.length;
+  }
+
+  /** Resolves when nothing is queued or running. */
+  idle(): Promise<void> {
+    if (this.queue.length === 0 && this.inFlight.length === 0 && this.settling === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  private schedulePump(): void {
+    if (this.pumpScheduled) return;
+    this.pumpScheduled = true;
+    // Pushes made in the same turn of the event loop share a batch.
+    queueMicrotask(() => {
+      this.pumpScheduled = false;
+      this.pump();
+    });
+  }
+
+  private pump(): void {
+    while (this.queue.length > 0 && this.inFlight.length < this.deps.pool.size) {
+      const entries = this.queue.length <= BATCH_PAYLOADS_MAX ? this.queue : this.queue.slice(0, BATCH_PAYLOADS_MAX);
+      this.queue = entries === this.queue ? [] : this.queue.slice(BATCH_PAYLOADS_MAX);
+      const batch: Batch = { entries, rules: this.deps.rulesFor(this.deps.inendUuid) };
+      this.inFlight.push(batch);
+      void this.execute(batch).then((result) => {
+        batch.result = result;
+        this.applyFinished();
+      });
+    }
+    this.notifyIdle();
+  }
+
+  private async execute(batch: Batch): Promise<RunResult> {
+    const { rules, entries } = batch;
+    if (rules.length === 0) return { ops: [], errors: [], summaries: [], debug: [] };
+    try {
+      return await this.deps.pool.run(this.task(rules, entries.map((e) => e.payload)));
+    } catch (err) {
+      if (err instanceof WorkerLostError) return this.rerunOneByOne(batch);
+      return failedResult(batch, `rule runtime error: ${(err as Error).message}`);
+    }
+  }
+
+  /**
+   * A batch whose worker was ended (hard time limit, crash) returned nothing; running each
+   * (payload, rule) pair alone finds the culprit and lets every other pair store its records.
+   */
+  private async rerunOneByOne(batch: Batch): Promise<RunResult> {
+    const merged: RunResult = {
+      ops: [],
+      errors: [],
+      summaries: batch.rules.map(() => ({ invocations: 0, failures: 0, histogram: [] })),
+      debug: [],
+    };
+    for (let p = 0; p < batch.entries.length; p++) {
+      for (let r = 0; r < batch.rules.length; r++) {
+        try {
+          const single = await this.deps.pool.run(this.task([batch.rules[r]], [batch.entries[p].payload]));
+          for (const op of single.ops) merged.ops.push({ ...op, payload: p, rule: r });
+          for (const e of single.errors) merged.errors.push({ ...e, payload: p, rule: r });
+          for (const d of single.debug) merged.debug.push({ ...d, rule: r });
+          const s = merged.summaries[r];
+          s.invocations += single.summaries[0].invocations;
+          s.failures += single.summaries[0].failures;
+          s.histogram = s.histogram.length === 0 ? single.summaries[0].histogram : s.histogram.map((c, i) => c + single.summaries[0].histogram[i]);
+        } catch (err) {
+          merged.summaries[r].invocations++;
+          merged.summaries[r].failures++;
+          merged.errors.push({ payload: p, rule: r, message: (err as Error).message });
+        }
+      }
+    }
+    return merged;
+  }
+
+  private task(rules: RuleScripts[], payloads: string[]): RunTask {
+    return { kind: 'run', ...this.deps.taskContext(), rules, payloads };
+  }
+
+  /** Applies finished batches at the head of the line, in order, then settles their pushes once durable. */
+  private applyFinished(): void {
+    while (this.inFlight.length > 0 && this.inFlight[0].result !== undefined) {
+      const batch = this.inFlight.shift()!;
+      this.settling++;
+      void this.settle(batch, this.apply(batch, batch.result!)).finally(() => {
+        this.settling--;
+        this.notifyIdle();
+      });
+    }
+    this.pump();
+  }
+
+  /** Appends the batch's records; returns each payload's first error and the logs to wait for. */
+  private apply(batch: Batch, result: RunResult): { failures: Map<number, string>; touched: Map<RecordLog, { lastId: number; payloads: Set<number> }> } {
+    const { stats, log, models, inendUuid } = this.deps;
+    const failures = new Map<number, string>();
+    const fail = (payload: number, ruleUuid: string, message: string, line?: number): void => {
+      if (!failures.has(payload)) failures.set(payload, `rule ${ruleUuid}: ${line !== undefined ? `line ${line}: ` : ''}${message}`);
+    };
+    result.summaries.forEach((summary, r) => stats.addSummary(batch.rules[r].uuid, summary));
+    for (const e of result.errors) {
+      const rule = batch.rules[e.rule].uuid;
+      stats.addError(rule, e);
+      fail(e.payload, rule, e.message, e.line);
+      log?.('warn', { rule, inend: inendUuid, ...(e.line !== undefined ? { line: e.line } : {}) }, e.message);
+    }
+    for (const d of result.debug) log?.('info', { rule: batch.rules[d.rule].uuid, inend: inendUuid }, d.message);
+    const touched = new Map<RecordLog, { lastId: number; payloads: Set<number> }>();
+    for (const op of result.ops) {
+      const rule = batch.rules[op.rule].uuid;
+      try {
+        const target = models.log(op.modelId) as RecordLog;
+        const id = op.kind === 'save' ? target.save(op.record) : target.updateLast(op.record);
+        const entry = touched.get(target) ?? { lastId: 0, payloads: new Set<number>() };
+        entry.lastId = Math.max(entry.lastId, id);
+        entry.payloads.add(op.payload);
+        touched.set(target, entry);
+      } catch (err) {
+        const message = (err as Error).message;
+        stats.reclassifyAsFailure(rule, message);
+        fail(op.payload, rule, message);
+        log?.('warn', { rule, inend: inendUuid, model: op.modelId }, message);
+      }
+    }
+    return { failures, touched };
+  }
+
+  private async settle(batch: Batch, applied: ReturnType<InputDispatcher['apply']>): Promise<void> {
+    const { failures, touched } = applied;
+    await Promise.all(
+      [...touched].map(async ([target, { lastId, payloads }]) => {
+        try {
+          await target.durable(lastId);
+        } catch (err) {
+          for (const p of payloads) if (!failures.has(p)) failures.set(p, `store: ${(err as Error).message}`);
+        }
+      }),
+    );
+    batch.entries.forEach((entry, p) => entry.ticket?.settle(entry.index, failures.get(p)));
+  }
+
+  private notifyIdle(): void {
+    if (this.queue.length > 0 || this.inFlight.length > 0 || this.settling > 0) return;
+    const waiters = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const resolve of waiters) resolve();
+  }
+}
+
+function failedResult(batch: Batch, message: string): RunResult {
+  return {
+    ops: [],
+    errors: batch.entries.flatMap((_, payload) => batch.rules.map((_r, rule) => ({ payload, rule, message }))),
+    summaries: batch.rules.map(() => ({ invocations: batch.entries.length, failures: batch.entries.length, histogram: [] })),
+    debug: [],
+  };
+}

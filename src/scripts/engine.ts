@@ -1,0 +1,226 @@
+/**
+ * The rule runtime's front door: rules and inputs (CRUD, persisted), push authentication, pushes,
+ * simulators, stats. Lua runs in the worker pool; this thread only queues, batches and appends.
+ */
+import { mkdir } from 'node:fs/promises';
+import type { Config } from '../config/types.js';
+import { InvalidArgumentError, NotFoundError, StateError } from '../errors.js';
+import { InputDispatcher, type TaskContext } from './dispatcher.js';
+import { InendBook, parseSimulatorConfig } from './inends.js';
+import { ScriptPool } from './pool.js';
+import { parseRuleFields, RuleBook, type RuleFields } from './rules.js';
+import { Simulator } from './simulator.js';
+import { RuleStatsBook } from './stats.js';
+import { requireBody } from './metadata-file.js';
+import { toLogFn, type Inend, type LevelLogger, type LogFn, type ModelSource, type PushResult, type RecordLog, type Rule, type RuleStats, type ValidationResult } from './types.js';
+
+export interface ScriptEngineOptions {
+  dataDir: string;
+  config: Config['scripts'];
+  registry: ModelSource;
+  log?: LogFn | LevelLogger;
+  /** Compiled worker module; see ScriptPool. */
+  workerFile?: string;
+}
+
+export class ScriptEngine {
+  private readonly dispatchers = new Map<string, InputDispatcher>();
+  private readonly simulators = new Map<string, Simulator>();
+  private readonly stats = new RuleStatsBook();
+  private modelsVersion = 0;
+  private unsubscribe: () => void;
+  private closed = false;
+  private readonly log: LogFn | undefined;
+
+  private constructor(
+    private readonly opts: ScriptEngineOptions,
+    private readonly pool: ScriptPool,
+    private readonly rules: RuleBook,
+    private readonly inends: InendBook,
+  ) {
+    this.unsubscribe = opts.registry.onChange(() => this.modelsVersion++);
+    this.log = toLogFn(opts.log);
+  }
+
+  static async open(opts: ScriptEngineOptions): Promise<ScriptEngine> {
+    await mkdir(opts.dataDir, { recursive: true });
+    const [rules, inends] = await Promise.all([RuleBook.open(opts.dataDir), InendBook.open(opts.dataDir)]);
+    const { workers, timeoutMs, hardTimeoutMs, memoryMb } = opts.config;
+    const pool = new ScriptPool({ workers, timeoutMs, hardTimeoutMs, memoryMb, workerFile: opts.workerFile });
+    const engine = new ScriptEngine(opts, pool, rules, inends);
+    for (const inend of inends.list()) engine.startInput(inend);
+    return engine;
+  }
+
+  // ---- rules ----
+
+  listRules(): Rule[] {
+    return this.rules.list();
+  }
+
+  getRule(uuid: string): Rule {
+    return this.rules.get(uuid);
+  }
+
+  createRule(input: unknown): Promise<Rule> {
+    return this.rules.create(async () => this.compiledFields(parseRuleFields(input, (id) => this.inends.has(id))));
+  }
+
+  /** The replaced rule takes over from the next batch; payloads already queued are kept. */
+  updateRule(input: unknown): Promise<Rule> {
+    return this.rules.update(requireBody(input).uuid, async (current) =>
+      this.compiledFields(parseRuleFields(input, (id) => this.inends.has(id), current)),
+    );
+  }
+
+  async deleteRule(uuid: string): Promise<void> {
+    await this.rules.delete(uuid);
+    this.stats.forget(uuid);
+  }
+
+  /** Compiles `{actions, success, failed}` (or a bare actions script) without saving anything. */
+  validate(input: unknown): Promise<ValidationResult> {
+    const body = typeof input === 'string' ? { actions: input } : requireBody(input);
+    const text = (field: string): string => {
+      const value = body[field];
+      if (value === undefined || value === null) return '';
+      if (typeof value !== 'string') throw new InvalidArgumentError(`${field} must be a string`);
+      return value;
+    };
+    return this.pool.compile({ kind: 'compile', actions: text('actions'), success: text('success'), failed: text('failed') });
+  }
+
+  ruleStats(uuid: string): RuleStats {
+    this.rules.get(uuid);
+    return this.stats.get(uuid);
+  }
+
+  // ---- inputs ----
+
+  listInends(): Inend[] {
+    return this.inends.list();
+  }
+
+  getInend(uuid: string): Inend {
+    return this.inends.get(uuid);
+  }
+
+  async createInend(input: unknown): Promise<{ inend: Inend; token?: string }> {
+    const created = await this.inends.create(input);
+    this.startInput(created.inend);
+    return created;
+  }
+
+  /** A simulator restarts with its new settings; the queue of the input is kept. */
+  async updateInend(input: unknown): Promise<Inend> {
+    const inend = await this.inends.update(input);
+    this.simulators.get(inend.uuid)?.stop();
+    this.simulators.delete(inend.uuid);
+    this.startSimulator(inend);
+    return inend;
+  }
+
+  /** Refused while a rule reads the input; waits for its queued payloads to finish. */
+  async deleteInend(uuid: string): Promise<void> {
+    await this.inends.delete(uuid, (id) => {
+      const readers = this.rules.readers(id);
+      if (readers.length > 0) {
+        throw new StateError(`input ${id} is read by rule ${readers.map((r) => r.uuid).join(', ')}; remove it from fromSource first`);
+      }
+    });
+    this.simulators.get(uuid)?.stop();
+    this.simulators.delete(uuid);
+    await this.dispatchers.get(uuid)?.idle();
+    this.dispatchers.delete(uuid);
+  }
+
+  authenticatePush(inendUuid: string, token: string): void {
+    this.inends.authenticate(inendUuid, token);
+  }
+
+  /**
+   * Queues the payloads (all or none: a full queue throws UnavailableError) and resolves once each
+   * has run through every rule reading the input and its records are stored.
+   */
+  push(inendUuid: string, payloads: string[]): Promise<PushResult> {
+    if (this.closed) throw new StateError('the rule engine is closed');
+    const dispatcher = this.dispatchers.get(inendUuid);
+    if (!dispatcher) throw new NotFoundError(`input ${inendUuid} not found`);
+    if (!Array.isArray(payloads) || payloads.some((p) => typeof p !== 'string')) {
+      throw new InvalidArgumentError('payloads must be an array of strings');
+    }
+    return dispatcher.push(payloads);
+  }
+
+  /** Payloads waiting per input (for metrics). */
+  queueDepth(inendUuid: string): number {
+    return this.dispatchers.get(inendUuid)?.queued ?? 0;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const simulator of this.simulators.values()) simulator.stop();
+    this.simulators.clear();
+    await Promise.all([...this.dispatchers.values()].map((d) => d.idle()));
+    this.unsubscribe();
+    await this.pool.close();
+  }
+
+  // ---- internals ----
+
+  private async compiledFields(fields: RuleFields): Promise<RuleFields> {
+    const result = await this.pool.compile({ kind: 'compile', actions: fields.actions, success: fields.success, failed: fields.failed });
+    if (!result.ok) throw new InvalidArgumentError(result.error ?? 'script does not compile');
+    return fields;
+  }
+
+  private startInput(inend: Inend): void {
+    this.dispatchers.set(
+      inend.uuid,
+      new InputDispatcher({
+        inendUuid: inend.uuid,
+        queueMax: this.opts.config.queueMax,
+        pool: this.pool,
+        models: this.opts.registry,
+        stats: this.stats,
+        rulesFor: (id) => this.rules.scriptsFor(id),
+        taskContext: () => this.taskContext(),
+        log: this.log,
+      }),
+    );
+    this.startSimulator(inend);
+  }
+
+  private startSimulator(inend: Inend): void {
+    if (inend.type !== 'SIMULATOR') return;
+    const dispatcher = this.dispatchers.get(inend.uuid)!;
+    const simulator = new Simulator(parseSimulatorConfig(inend.config), (payloads) => dispatcher.offer(payloads));
+    this.simulators.set(inend.uuid, simulator);
+    simulator.start();
+  }
+
+  /**
+   * Model definitions travel with every task (a structured clone of plain data, small next to a
+   * batch of payloads); the version lets each worker skip re-indexing them when nothing changed.
+   */
+  private taskContext(): TaskContext {
+    const models = this.opts.registry.list();
+    const readOnlyModels: string[] = [];
+    for (const model of models) {
+      if (!model.published) continue;
+      try {
+        if ((this.opts.registry.log(model.uuid) as RecordLog).state === 'read-only') readOnlyModels.push(model.uuid);
+      } catch {
+        // A model unpublished since list(): the worker reports it as not published.
+      }
+    }
+    return {
+      modelsVersion: this.modelsVersion,
+      models,
+      readOnlyModels,
+      rulesEpoch: this.rules.epoch,
+      liveRuleIds: this.rules.ids(),
+    };
+  }
+}

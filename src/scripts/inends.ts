@@ -1,0 +1,164 @@
+/**
+ * The input list: input checks, inends.json, and HTTP push tokens. Only a SHA-256 of each token is
+ * stored; a push compares hashes with timingSafeEqual, so neither the file nor the timing reveals it.
+ */
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { join } from 'node:path';
+import { AuthError, InvalidArgumentError, NotFoundError } from '../errors.js';
+import { newUniqueId } from '../models/ids.js';
+import { SerialQueue } from '../util/atomic-file.js';
+import { optionalText, readList, requireBody, requireName, requireUuid, writeList } from './metadata-file.js';
+import { INEND_TYPES, type Inend, type InendType, type SimulatorConfig } from './types.js';
+
+export const INENDS_FILE = 'inends.json';
+const DESCRIPTION_CHARS_MAX = 2000;
+const SIMULATOR_TAGS_MAX = 256;
+const SIMULATOR_PAYLOADS_PER_TICK_MAX = 10_000;
+
+/** What inends.json holds per input: the public fields and, for HTTP, the token's hash. */
+interface StoredInend extends Inend {
+  tokenSha256?: string;
+}
+
+type InendFields = Pick<Inend, 'name' | 'type' | 'description' | 'config'>;
+
+function sha256(text: string): Buffer {
+  return createHash('sha256').update(text).digest();
+}
+
+export function parseInendFields(input: unknown, current?: Inend): InendFields {
+  const body = requireBody(input);
+  const name = current && body.name === undefined ? current.name : requireName(body.name);
+  const description =
+    current && body.description === undefined ? current.description : optionalText(body.description, 'description', DESCRIPTION_CHARS_MAX);
+  let type: InendType;
+  if (current) {
+    if (body.type !== undefined && body.type !== current.type) throw new InvalidArgumentError(`type cannot change (input ${current.uuid} is ${current.type})`);
+    type = current.type;
+  } else {
+    if (!INEND_TYPES.includes(body.type as InendType)) throw new InvalidArgumentError(`type must be one of ${INEND_TYPES.join(', ')}`);
+    type = body.type as InendType;
+  }
+  const rawConfig = current && body.config === undefined ? current.config : body.config;
+  const config = type === 'SIMULATOR' ? { ...parseSimulatorConfig(rawConfig) } : parseHttpConfig(rawConfig);
+  return { name, type, description, config };
+}
+
+function parseHttpConfig(value: unknown): Record<string, unknown> {
+  if (value === undefined || value === null) return {};
+  if (typeof value !== 'object' || Array.isArray(value)) throw new InvalidArgumentError('config must be an object');
+  return { ...(value as Record<string, unknown>) };
+}
+
+export function parseSimulatorConfig(value: unknown): SimulatorConfig {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new InvalidArgumentError('config must be an object {intervalMs, tags: [{tag, min, max}]}');
+  }
+  const c = value as Record<string, unknown>;
+  const intervalMs = c.intervalMs;
+  if (typeof intervalMs !== 'number' || !Number.isInteger(intervalMs) || intervalMs < 1 || intervalMs > 3_600_000) {
+    throw new InvalidArgumentError('config.intervalMs must be an integer in [1, 3600000]');
+  }
+  const payloadsPerTick = c.payloadsPerTick ?? 1;
+  if (typeof payloadsPerTick !== 'number' || !Number.isInteger(payloadsPerTick) || payloadsPerTick < 1 || payloadsPerTick > SIMULATOR_PAYLOADS_PER_TICK_MAX) {
+    throw new InvalidArgumentError(`config.payloadsPerTick must be an integer in [1, ${SIMULATOR_PAYLOADS_PER_TICK_MAX}]`);
+  }
+  if (!Array.isArray(c.tags) || c.tags.length === 0 || c.tags.length > SIMULATOR_TAGS_MAX) {
+    throw new InvalidArgumentError(`config.tags must be an array of 1 to ${SIMULATOR_TAGS_MAX} {tag, min, max}`);
+  }
+  const tags = c.tags.map((t: unknown, i: number) => {
+    const tag = (t ?? {}) as Record<string, unknown>;
+    if (typeof tag.tag !== 'string' || tag.tag === '') throw new InvalidArgumentError(`config.tags[${i}].tag must be a non-empty string`);
+    if (typeof tag.min !== 'number' || !Number.isFinite(tag.min)) throw new InvalidArgumentError(`config.tags[${i}].min must be a number`);
+    if (typeof tag.max !== 'number' || !Number.isFinite(tag.max) || tag.max < tag.min) {
+      throw new InvalidArgumentError(`config.tags[${i}].max must be a number >= min`);
+    }
+    return { tag: tag.tag, min: tag.min, max: tag.max };
+  });
+  return { intervalMs, payloadsPerTick, tags };
+}
+
+export class InendBook {
+  private inends: StoredInend[] = [];
+  private readonly writes = new SerialQueue();
+
+  private constructor(private readonly path: string) {}
+
+  static async open(dataDir: string): Promise<InendBook> {
+    const book = new InendBook(join(dataDir, INENDS_FILE));
+    book.inends = await readList<StoredInend>(book.path, 'inends');
+    return book;
+  }
+
+  list(): Inend[] {
+    return this.inends.map(publicView);
+  }
+
+  get(uuid: unknown): Inend {
+    return publicView(this.find(requireUuid(uuid)));
+  }
+
+  has(uuid: string): boolean {
+    return this.inends.some((i) => i.uuid === uuid);
+  }
+
+  /** Throws NotFoundError for an unknown input, AuthError for a wrong token or a non-HTTP input. */
+  authenticate(uuid: string, token: string): void {
+    const inend = this.find(uuid);
+    // Hash first so the comparison has a fixed length whatever the caller sent.
+    const given = sha256(typeof token === 'string' ? token : '');
+    const expected = inend.tokenSha256 === undefined ? undefined : Buffer.from(inend.tokenSha256, 'hex');
+    if (expected === undefined || expected.length !== given.length || !timingSafeEqual(given, expected)) {
+      throw new AuthError(`missing or wrong push token for input ${uuid}`);
+    }
+  }
+
+  create(input: unknown): Promise<{ inend: Inend; token?: string }> {
+    return this.writes.run(async () => {
+      const fields = parseInendFields(input);
+      const token = fields.type === 'HTTP' ? randomBytes(24).toString('base64url') : undefined;
+      const stored: StoredInend = {
+        uuid: newUniqueId('INEND', (id) => this.has(id)),
+        ...fields,
+        createdAtMs: Date.now(),
+        ...(token !== undefined ? { tokenSha256: sha256(token).toString('hex') } : {}),
+      };
+      await this.commit([...this.inends, stored]);
+      return token === undefined ? { inend: publicView(stored) } : { inend: publicView(stored), token };
+    });
+  }
+
+  update(input: unknown): Promise<Inend> {
+    return this.writes.run(async () => {
+      const current = this.find(requireUuid(requireBody(input).uuid));
+      const stored: StoredInend = { ...current, ...parseInendFields(input, publicView(current)) };
+      await this.commit(this.inends.map((i) => (i === current ? stored : i)));
+      return publicView(stored);
+    });
+  }
+
+  /** `check` runs inside the write queue, right before the delete, to refuse it (inputs still read by a rule). */
+  delete(uuid: unknown, check: (uuid: string) => void): Promise<void> {
+    return this.writes.run(async () => {
+      const current = this.find(requireUuid(uuid));
+      check(current.uuid);
+      await this.commit(this.inends.filter((i) => i !== current));
+    });
+  }
+
+  private find(uuid: string): StoredInend {
+    const inend = this.inends.find((i) => i.uuid === uuid);
+    if (!inend) throw new NotFoundError(`input ${uuid} not found`);
+    return inend;
+  }
+
+  private async commit(inends: StoredInend[]): Promise<void> {
+    await writeList(this.path, 'inends', inends);
+    this.inends = inends;
+  }
+}
+
+function publicView(stored: StoredInend): Inend {
+  const { tokenSha256: _hash, ...inend } = stored;
+  return { ...inend, config: structuredClone(inend.config) };
+}

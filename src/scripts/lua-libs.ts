@@ -1,0 +1,248 @@
+/**
+ * The libraries a rule sees (RHILEX's `json`, `time`, `rds`, `Throw`, `Debug`) and the Lua side of
+ * the sandbox: the whitelisted globals, one environment per rule, the action-chain driver.
+ *
+ * Everything that can be written in Lua is, because every Lua -> JS crossing in wasmoon costs
+ * microseconds: `rds:Save` flattens its table into one call's arguments (one crossing per record),
+ * and the chain driver runs inside Lua, so JS enters Lua once per (payload, rule).
+ */
+import { LuaMultiReturn } from 'wasmoon';
+
+/** Status codes `__invoke` returns to JS. */
+export const INVOKE_OK = 0;
+export const INVOKE_STOPPED = 1;
+export const INVOKE_ERROR = 2;
+export const INVOKE_TIMEOUT = 3;
+
+/** The worker-side hooks the libraries call. */
+export interface LibHost {
+  /** Validates and queues a record; returns the error string for Lua, or undefined on success. */
+  store(kind: 'save' | 'update', uuid: unknown, keyValues: unknown[]): string | undefined;
+  debug(message: string): void;
+}
+
+const DEBUG_MESSAGE_MAX = 1000;
+
+function pad(n: number, width = 2): string {
+  return String(n).padStart(width, '0');
+}
+
+/** `YYYY-MM-DD HH:MM:SS` in UTC, as `queryLastData` prints `create_at`. */
+function utcTime(d: Date): string {
+  return `${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())} ${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())}`;
+}
+
+/** RHILEX encodes an empty table as `[]`; wasmoon hands an empty Lua table over as `{}`. */
+function emptyObjectsAsArrays(_key: string, value: unknown): unknown {
+  if (value !== null && typeof value === 'object' && !Array.isArray(value) && Object.keys(value).length === 0) return [];
+  return value;
+}
+
+/** JSON `null` has no Lua value (RHILEX drops the key); wasmoon cannot push JS null without injectObjects. */
+function dropNulls(_key: string, value: unknown): unknown {
+  return value === null ? undefined : value;
+}
+
+/** The JS functions handed to the prelude once, as `__host`; the prelude keeps them in locals. */
+export function hostFunctions(host: LibHost, timeoutMessage: string): Record<string, unknown> {
+  return {
+    timeoutMessage,
+    j2t(text: string): unknown {
+      try {
+        const value: unknown = text.includes('null') ? JSON.parse(text, dropNulls) : JSON.parse(text);
+        return value;
+      } catch (err) {
+        return LuaMultiReturn.of(undefined, (err as Error).message);
+      }
+    },
+    t2j(value: unknown): unknown {
+      try {
+        if (typeof value === 'function') return LuaMultiReturn.of(undefined, 'cannot encode a function to JSON');
+        return JSON.stringify(value ?? null, emptyObjectsAsArrays);
+      } catch {
+        return LuaMultiReturn.of(undefined, 'cannot encode recursively nested tables to JSON');
+      }
+    },
+    time: () => utcTime(new Date()),
+    timeMs: () => {
+      const d = new Date();
+      return `${utcTime(d)}.${pad(d.getUTCMilliseconds(), 3)}`;
+    },
+    tsUnix: () => String(Math.floor(Date.now() / 1000)),
+    tsUnixNano: () => String(BigInt(Date.now()) * 1_000_000n),
+    save: (uuid: unknown, ...keyValues: unknown[]) => host.store('save', uuid, keyValues),
+    updateLast: (uuid: unknown, ...keyValues: unknown[]) => host.store('update', uuid, keyValues),
+    debug: (message: string) => host.debug(message.length > DEBUG_MESSAGE_MAX ? `${message.slice(0, DEBUG_MESSAGE_MAX)}…` : message),
+  };
+}
+
+/**
+ * Runs once per engine, with the standard base, table, string, math and coroutine libraries open
+ * (io, os, debug, package were never opened). Defines the globals JS calls: `__new_env`, `__compile`,
+ * `__check`, `__invoke`; everything else a rule can reach is in its environment.
+ */
+export const PRELUDE_LUA = String.raw`
+local host = __host
+__host = nil
+local TIMEOUT = host.timeoutMessage
+local j2t, t2j, save, update_last, debug_log = host.j2t, host.t2j, host.save, host.updateLast, host.debug
+local h_time, h_time_ms, h_ts_unix, h_ts_unix_nano = host.time, host.timeMs, host.tsUnix, host.tsUnixNano
+local rawload, rawpcall, rawxpcall, rawerror = load, pcall, xpcall, error
+local next, type, tostring, select, unpack, find, concat = next, type, tostring, select, table.unpack, string.find, table.concat
+
+-- The soft time limit raises TIMEOUT from the instruction hook; a script must not be able to
+-- swallow it with pcall, xpcall or coroutine.resume, or a loop around pcall would never stop.
+local function is_timeout(e) return type(e) == 'string' and find(e, TIMEOUT, 1, true) ~= nil end
+local function rethrow_timeout(ok, ...)
+  if not ok and is_timeout((...)) then rawerror(TIMEOUT, 0) end
+  return ok, ...
+end
+local function safe_pcall(f, ...) return rethrow_timeout(rawpcall(f, ...)) end
+local function safe_xpcall(f, handler, ...)
+  return rethrow_timeout(rawxpcall(f, function(e) if is_timeout(e) then return e end return handler(e) end, ...))
+end
+local co_resume = coroutine.resume
+local coroutine_lib = {
+  create = coroutine.create, isyieldable = coroutine.isyieldable, running = coroutine.running,
+  status = coroutine.status, wrap = coroutine.wrap, yield = coroutine.yield, close = coroutine.close,
+  resume = function(co, ...) return rethrow_timeout(co_resume(co, ...)) end,
+}
+local rawcollect = collectgarbage
+local function safe_collectgarbage(opt, ...)
+  if opt == nil or opt == 'collect' or opt == 'count' or opt == 'step' then return rawcollect(opt, ...) end
+  rawerror("collectgarbage: only 'collect', 'count' and 'step' are allowed", 2)
+end
+
+local string_lib = {}
+for k, v in next, string do if k ~= 'dump' then string_lib[k] = v end end
+-- s:method() still reaches the real string table; hide the metatable so no script can change it.
+getmetatable('').__metatable = false
+
+local function Debug(...)
+  local n = select('#', ...)
+  local parts = {}
+  for i = 1, n do parts[i] = tostring((select(i, ...))) end
+  debug_log(concat(parts, ' '))
+end
+
+local base = {
+  assert = assert, error = error, ipairs = ipairs, next = next, pairs = pairs, print = Debug,
+  rawequal = rawequal, rawget = rawget, rawlen = rawlen, rawset = rawset, select = select,
+  getmetatable = getmetatable, setmetatable = setmetatable, tonumber = tonumber, tostring = tostring,
+  type = type, _VERSION = _VERSION, pcall = safe_pcall, xpcall = safe_xpcall,
+  collectgarbage = safe_collectgarbage, Debug = Debug,
+  -- RHILEX's Throw only logged; ours raises, so the chain stops and the error carries the caller's line.
+  Throw = function(err) rawerror(tostring(err), 2) end,
+}
+
+local function record_call(fn, uuid, t)
+  if type(t) ~= 'table' then return 'missing table fields' end
+  local buf, n = {}, 0
+  for k, v in next, t do
+    buf[n + 1] = k
+    buf[n + 2] = v
+    n = n + 2
+  end
+  return fn(uuid, unpack(buf, 1, n))
+end
+
+local libs = {
+  string = string_lib, table = table, math = math, coroutine = coroutine_lib,
+  json = {
+    J2T = function(_, s)
+      local ts = type(s)
+      if ts ~= 'string' and ts ~= 'number' then rawerror("bad argument #1 to 'J2T' (string expected, got " .. ts .. ')', 2) end
+      return j2t(tostring(s))
+    end,
+    T2J = function(_, v) return t2j(v) end,
+  },
+  time = {
+    Time = function() return h_time() end,
+    TimeMs = function() return h_time_ms() end,
+    TsUnix = function() return h_ts_unix() end,
+    TsUnixNano = function() return h_ts_unix_nano() end,
+  },
+  rds = {
+    Save = function(_, uuid, t) return record_call(save, uuid, t) end,
+    UpdateLast = function(_, uuid, t) return record_call(update_last, uuid, t) end,
+  },
+}
+
+-- Each rule gets its own globals and its own copies of the library tables, so one rule cannot
+-- redefine rds.Save or string.format for another rule sharing the worker.
+function __new_env()
+  local env = {}
+  for k, v in next, base do env[k] = v end
+  for name, lib in next, libs do
+    local copy = {}
+    for k, v in next, lib do copy[k] = v end
+    env[name] = copy
+  end
+  env._G = env
+  env.load = function(chunk, name, _, e) return rawload(chunk, name, 't', e or env) end
+  return env
+end
+
+-- Loads one script text into env (text mode only) and runs its top level. Returns nil or the error.
+function __compile(env, src, chunkname)
+  local fn, err = rawload(src, '=' .. chunkname, 't', env)
+  if not fn then return err end
+  local ok, e = rawpcall(fn)
+  if not ok then return tostring(e) end
+  return nil
+end
+
+function __check(env, need_success, need_failed)
+  local actions = env.Actions
+  if type(actions) ~= 'table' or #actions == 0 then return "actions: 'Actions' must be a functions table" end
+  for i = 1, #actions do
+    if type(actions[i]) ~= 'function' then return 'actions: Actions[' .. i .. '] is not a function' end
+  end
+  if need_success and type(env.Success) ~= 'function' then return "success: 'Success' callback function missed" end
+  if need_failed and type(env.Failed) ~= 'function' then return "failed: 'Failed' callback function missed" end
+  return nil
+end
+
+local INVOKE_OK, INVOKE_STOPPED, INVOKE_ERROR, INVOKE_TIMEOUT = 0, 1, 2, 3
+
+local function run_chain(env, args)
+  local actions = env.Actions
+  local n = #actions
+  local data = args
+  for i = 1, n do
+    local ok, d = actions[i](data)
+    -- The last action's first result is not checked (RHILEX), so 'Throw(err); return 0' works.
+    if i < n then
+      if ok == false then return INVOKE_STOPPED end
+      if ok ~= true then
+        rawerror('Actions[' .. i .. '] must return true or false as its first result, got ' .. type(ok), 0)
+      end
+    end
+    data = d
+  end
+  return INVOKE_OK
+end
+
+-- One payload through one rule: the chain, then Success() or Failed(err). Returns status, message.
+function __invoke(env, args)
+  local ok, status = rawpcall(run_chain, env, args)
+  if ok then
+    local success = env.Success
+    if type(success) == 'function' then
+      local sok, serr = rawpcall(success)
+      if not sok then return is_timeout(serr) and INVOKE_TIMEOUT or INVOKE_ERROR, tostring(serr) end
+    end
+    return status
+  end
+  local err = tostring(status)
+  if is_timeout(err) then return INVOKE_TIMEOUT, err end
+  local failed = env.Failed
+  if type(failed) == 'function' then
+    local fok, ferr = rawpcall(failed, err)
+    if not fok and is_timeout(ferr) then return INVOKE_TIMEOUT, err end
+  end
+  return INVOKE_ERROR, err
+end
+
+dofile, loadfile, load, collectgarbage, string.dump = nil, nil, nil, nil, nil
+`;

@@ -1,0 +1,54 @@
+/**
+ * rules.json and inends.json: a versioned JSON document holding one list, replaced atomically.
+ * Field checks shared by the rule and input parsers live here too.
+ */
+import { readFile } from 'node:fs/promises';
+import { InvalidArgumentError } from '../errors.js';
+import { writeFileAtomic } from '../util/atomic-file.js';
+
+const FORMAT_VERSION = 1;
+
+export async function readList<T>(path: string, key: string): Promise<T[]> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw err;
+  }
+  const doc = JSON.parse(text) as Record<string, unknown>;
+  if (doc.version !== FORMAT_VERSION || !Array.isArray(doc[key])) {
+    throw new Error(`${path}: expected {"version":${FORMAT_VERSION},"${key}":[...]}`);
+  }
+  return doc[key] as T[];
+}
+
+export function writeList<T>(path: string, key: string, items: readonly T[]): Promise<void> {
+  return writeFileAtomic(path, `${JSON.stringify({ version: FORMAT_VERSION, [key]: items }, null, 2)}\n`);
+}
+
+export function requireBody(input: unknown): Record<string, unknown> {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+    throw new InvalidArgumentError('request body must be a JSON object');
+  }
+  return input as Record<string, unknown>;
+}
+
+export function requireName(value: unknown, field = 'name'): string {
+  if (typeof value !== 'string' || value.trim() === '') throw new InvalidArgumentError(`${field} must be a non-empty string`);
+  if (value.length > 200) throw new InvalidArgumentError(`${field} must be at most 200 characters`);
+  return value.trim();
+}
+
+/** Absent means empty; anything else must be a string. */
+export function optionalText(value: unknown, field: string, maxLength: number): string {
+  if (value === undefined || value === null) return '';
+  if (typeof value !== 'string') throw new InvalidArgumentError(`${field} must be a string`);
+  if (value.length > maxLength) throw new InvalidArgumentError(`${field} must be at most ${maxLength} characters`);
+  return value;
+}
+
+export function requireUuid(value: unknown, field = 'uuid'): string {
+  if (typeof value !== 'string' || value === '') throw new InvalidArgumentError(`${field} must be a non-empty string`);
+  return value;
+}

@@ -1,0 +1,175 @@
+/**
+ * Shapes of the rule runtime: the public objects (rules, inputs, stats, push answers), the narrow view
+ * of the model registry it needs, and the messages exchanged with the script workers.
+ */
+import type { DataModel } from '../models/types.js';
+
+export const INEND_TYPES = ['HTTP', 'SIMULATOR'] as const;
+export type InendType = (typeof INEND_TYPES)[number];
+
+/** A rule as RHILEX shapes it: three script strings and the inputs it reads. */
+export interface Rule {
+  uuid: string;
+  name: string;
+  description: string;
+  /** Inend uuids; payloads of each reach the rule in arrival order. */
+  fromSource: string[];
+  actions: string;
+  success: string;
+  failed: string;
+  createdAtMs: number;
+}
+
+export interface SimulatorTag {
+  tag: string;
+  min: number;
+  max: number;
+}
+
+export interface SimulatorConfig {
+  intervalMs: number;
+  /** Payloads emitted per tick, so a benchmark can exceed one payload per timer tick. */
+  payloadsPerTick: number;
+  tags: SimulatorTag[];
+}
+
+export interface Inend {
+  uuid: string;
+  name: string;
+  type: InendType;
+  description: string;
+  /** `{}` for HTTP, a SimulatorConfig for SIMULATOR. */
+  config: Record<string, unknown>;
+  createdAtMs: number;
+}
+
+export interface PushError {
+  /** Index of the payload within the push. */
+  index: number;
+  message: string;
+}
+
+export interface PushResult {
+  accepted: number;
+  failed: number;
+  /** The first few failures, in payload order. */
+  errors: PushError[];
+}
+
+export interface RuleError {
+  message: string;
+  line?: number;
+  atMs: number;
+}
+
+export interface RuleStats {
+  uuid: string;
+  invocations: number;
+  successes: number;
+  failures: number;
+  lastErrors: RuleError[];
+  /** Upper bounds of the histogram buckets holding the median and the 99th percentile; 0 before any run. */
+  p50Ms: number;
+  p99Ms: number;
+}
+
+export interface ValidationResult {
+  ok: boolean;
+  error?: string;
+  line?: number;
+}
+
+export type LogFn = (level: 'info' | 'warn' | 'error', obj: object, msg: string) => void;
+
+/** A pino logger (or anything with the same three methods) is accepted in place of a LogFn. */
+export interface LevelLogger {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+export function toLogFn(log: LogFn | LevelLogger | undefined): LogFn | undefined {
+  if (log === undefined || typeof log === 'function') return log;
+  return (level, obj, msg) => log[level](obj, msg);
+}
+
+/** What the engine needs of a model's log; src/store's ModelLog satisfies it. */
+export interface RecordLog {
+  save(record: Record<string, unknown>): number;
+  updateLast(fields: Record<string, unknown>): number;
+  durable(id?: number): Promise<void>;
+  readonly state: 'ok' | 'read-only';
+}
+
+/**
+ * What the engine needs of the model registry (src/models/registry.ts's ModelRegistry). The registry
+ * types `log()` with its own narrow view; the object it returns is the store's ModelLog, a RecordLog.
+ */
+export interface ModelSource {
+  list(): DataModel[];
+  log(uuid: string): object;
+  onChange(listener: () => void): () => void;
+}
+
+// ---- messages between the main thread and the script workers ----
+
+/** The compiled form a worker caches per rule, replaced when `version` changes. */
+export interface RuleScripts {
+  uuid: string;
+  version: number;
+  actions: string;
+  success: string;
+  failed: string;
+}
+
+export interface RunTask {
+  kind: 'run';
+  /** Bumped by the main thread whenever a model changes; workers re-index `models` only then. */
+  modelsVersion: number;
+  models: DataModel[];
+  /** Models whose log refuses writes: `rds:*` answers the read-only error string for them at once. */
+  readOnlyModels: string[];
+  /** Bumped when rules are created, replaced or deleted; workers drop compiled rules not in `liveRuleIds`. */
+  rulesEpoch: number;
+  liveRuleIds: string[];
+  rules: RuleScripts[];
+  payloads: string[];
+}
+
+export interface CompileTask {
+  kind: 'compile';
+  actions: string;
+  success: string;
+  failed: string;
+}
+
+export type WorkerTask = RunTask | CompileTask;
+
+export interface RecordOp {
+  payload: number;
+  rule: number;
+  modelId: string;
+  kind: 'save' | 'update';
+  record: Record<string, unknown>;
+}
+
+export interface InvocationError {
+  payload: number;
+  rule: number;
+  message: string;
+  line?: number;
+}
+
+/** Per rule of a task: counters and a duration histogram (bucket counts, see stats.ts). */
+export interface RuleRunSummary {
+  invocations: number;
+  failures: number;
+  histogram: number[];
+}
+
+export interface RunResult {
+  ops: RecordOp[];
+  errors: InvocationError[];
+  summaries: RuleRunSummary[];
+  debug: Array<{ rule: number; message: string }>;
+}
