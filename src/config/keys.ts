@@ -1,0 +1,173 @@
+/**
+ * Every configuration key: where it lives, what it accepts and its default. One table drives parsing,
+ * validation, unknown-key warnings, environment overrides and the commented default file, so they
+ * cannot drift apart.
+ */
+import type { Config } from './types.js';
+
+const KIB = 1024;
+const MIB = 1024 * KIB;
+const GIB = 1024 * MIB;
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export const SYNC_MODES = ['none', 'interval', 'always'] as const;
+
+/** The Config field a key fills, e.g. ['store', 'syncIntervalMs']. */
+export type ConfigTarget = { [G in keyof Config]: [G, keyof Config[G]] }[keyof Config];
+
+interface KeyBase {
+  section: string;
+  key: string;
+  target: ConfigTarget;
+  /** One or more comment lines for the default file. */
+  help: string;
+}
+
+export interface IntKey extends KeyBase {
+  kind: 'int';
+  min: number;
+  max: number;
+  default: number;
+}
+
+export interface EnumKey extends KeyBase {
+  kind: 'enum';
+  values: readonly string[];
+  default: string;
+}
+
+export interface StringKey extends KeyBase {
+  kind: 'string';
+  /** undefined: nothing configured (the admin token is then generated). */
+  default: string | undefined;
+}
+
+/** `dataschema_secrets`: every occurrence counts, each a comma list. */
+export interface ListKey extends KeyBase {
+  kind: 'list';
+}
+
+export type KeySpec = IntKey | EnumKey | StringKey | ListKey;
+
+export const CONFIG_KEYS: readonly KeySpec[] = [
+  {
+    section: 'main', key: 'dataschema_secrets',
+    target: ['main', 'secrets'], kind: 'list',
+    help: 'Secrets accepted by queryDataList/queryLastData (`secrets=`). Repeat the key and/or give a comma list.\n'
+      + 'None configured: a random one is generated into <data_dir>/credentials.ini.',
+  },
+  {
+    section: 'main', key: 'data_dir',
+    target: ['main', 'dataDir'], kind: 'string', default: './data',
+    help: 'Models, records and generated credentials. Relative paths start at this file\'s directory.',
+  },
+  {
+    section: 'main', key: 'admin_token',
+    target: ['main', 'adminToken'], kind: 'string', default: undefined,
+    help: 'Bearer token of the management API. None configured: generated into <data_dir>/credentials.ini.',
+  },
+  {
+    section: 'main', key: 'log_level',
+    target: ['main', 'logLevel'], kind: 'enum', values: LOG_LEVELS, default: 'info',
+    help: 'Log verbosity.',
+  },
+  {
+    section: 'plugin.http_server', key: 'host',
+    target: ['http', 'host'], kind: 'string', default: '0.0.0.0',
+    help: 'Listen address.',
+  },
+  {
+    section: 'plugin.http_server', key: 'port',
+    target: ['http', 'port'], kind: 'int', min: 0, max: 65535, default: 2580,
+    help: 'Listen port; 0 picks any free port.',
+  },
+  {
+    section: 'plugin.http_server', key: 'url_bytes_max',
+    target: ['http', 'urlBytesMax'], kind: 'int', min: 256, max: 64 * KIB, default: 8 * KIB,
+    help: 'Longest request line (path and query) in bytes; longer requests get 414.',
+  },
+  {
+    section: 'plugin.http_server', key: 'body_bytes_max',
+    target: ['http', 'bodyBytesMax'], kind: 'int', min: KIB, max: 256 * MIB, default: 4 * MIB,
+    help: 'Largest request body in bytes; larger bodies get 413.',
+  },
+  {
+    section: 'plugin.http_server', key: 'idle_timeout_s',
+    target: ['http', 'idleTimeoutS'], kind: 'int', min: 1, max: 3600, default: 60,
+    help: 'Seconds an idle keep-alive connection stays open.',
+  },
+  {
+    section: 'store', key: 'sync',
+    target: ['store', 'sync'], kind: 'enum', values: SYNC_MODES, default: 'interval',
+    help: 'When a write is on disk: none (the OS decides), interval (every sync_interval_ms),\n'
+      + 'always (before the write is acknowledged).',
+  },
+  {
+    section: 'store', key: 'sync_interval_ms',
+    target: ['store', 'syncIntervalMs'], kind: 'int', min: 10, max: 60_000, default: 1000,
+    help: 'fdatasync period for sync = interval.',
+  },
+  {
+    section: 'store', key: 'segment_bytes',
+    target: ['store', 'segmentBytes'], kind: 'int', min: 64 * KIB, max: GIB, default: 32 * MIB,
+    help: 'A segment file is sealed at this size (64 KiB..1 GiB).',
+  },
+  {
+    section: 'store', key: 'segment_age_hours',
+    target: ['store', 'segmentAgeHours'], kind: 'int', min: 1, max: 8760, default: 24,
+    help: '... or once its first record is this old. Retention removes whole sealed segments.',
+  },
+  {
+    section: 'store', key: 'retention_max_records',
+    target: ['store', 'retentionMaxRecords'], kind: 'int', min: 0, max: Number.MAX_SAFE_INTEGER, default: 0,
+    help: 'Per model: oldest segments are removed beyond this many records. 0 = no limit.',
+  },
+  {
+    section: 'store', key: 'retention_max_bytes',
+    target: ['store', 'retentionMaxBytes'], kind: 'int', min: 0, max: Number.MAX_SAFE_INTEGER, default: 0,
+    help: 'Per model: oldest segments are removed beyond this many bytes. 0 = no limit.',
+  },
+  {
+    section: 'store', key: 'retention_max_age_hours',
+    target: ['store', 'retentionMaxAgeHours'], kind: 'int', min: 0, max: 876_000, default: 0,
+    help: 'Per model: oldest segments are removed while they hold records older than this. 0 = no limit.',
+  },
+  {
+    section: 'scripts', key: 'workers',
+    target: ['scripts', 'workers'], kind: 'int', min: 0, max: 256, default: 0,
+    help: 'Lua worker threads; 0 = CPU cores - 1, at least 1.',
+  },
+  {
+    section: 'scripts', key: 'timeout_ms',
+    target: ['scripts', 'timeoutMs'], kind: 'int', min: 1, max: 60_000, default: 200,
+    help: 'A rule invocation running longer is stopped with an error.',
+  },
+  {
+    section: 'scripts', key: 'hard_timeout_ms',
+    target: ['scripts', 'hardTimeoutMs'], kind: 'int', min: 10, max: 600_000, default: 2000,
+    help: 'A worker that does not stop by then is ended and replaced. At least timeout_ms.',
+  },
+  {
+    section: 'scripts', key: 'memory_mb',
+    target: ['scripts', 'memoryMb'], kind: 'int', min: 4, max: 4096, default: 32,
+    help: 'Heap limit of each worker thread.',
+  },
+  {
+    section: 'scripts', key: 'queue_max',
+    target: ['scripts', 'queueMax'], kind: 'int', min: 1, max: 10_000_000, default: 10_000,
+    help: 'Payloads waiting per input; beyond it pushes get 503 with Retry-After.',
+  },
+];
+
+export function keyName(spec: { section: string; key: string }): string {
+  return `[${spec.section}] ${spec.key}`;
+}
+
+/**
+ * Environment override name: EDGE_DATACENTER_<SECTION>_<KEY>, with `plugin.http_server` as HTTP,
+ * e.g. EDGE_DATACENTER_HTTP_PORT, EDGE_DATACENTER_STORE_SYNC, EDGE_DATACENTER_MAIN_DATA_DIR.
+ */
+export function envName(spec: { section: string; key: string }): string {
+  const section = spec.section === 'plugin.http_server' ? 'HTTP' : spec.section.toUpperCase();
+  return `EDGE_DATACENTER_${section}_${spec.key.toUpperCase()}`;
+}

@@ -1,0 +1,128 @@
+/**
+ * Checks a record that a script writes (`rds:Save`, `rds:UpdateLast`) against its model. Pure and
+ * synchronous, on plain data only: it also runs inside the script worker threads on a cloned model.
+ * The error strings are what Lua receives; keep them short and stable (docs/models.md lists them).
+ */
+import type { Attribute, DataModel, RecordCheck } from './types.js';
+
+const RESERVED_KEYS = new Set(['id', 'create_at']);
+const GEO_PART = /^[+-]?(\d+(\.\d+)?|\.\d+)$/;
+
+/**
+ * `save` returns every attribute in model order, missing ones set to their default; `update`
+ * returns only the given attributes, in model order. The first problem found is reported.
+ */
+export function checkRecord(model: DataModel, input: Record<string, unknown>, mode: 'save' | 'update'): RecordCheck {
+  if (!model.published) return fail(`model ${model.uuid} is not published`);
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+    return fail(`record for model ${model.uuid} must be a table, got ${typeName(input)}`);
+  }
+  const given = new Map<string, unknown>();
+  for (const [key, value] of Object.entries(input)) {
+    // A Lua table never holds nil; an undefined property is the same as an absent one.
+    if (value === undefined) continue;
+    if (RESERVED_KEYS.has(key)) return fail(`key '${key}' is set by the store and cannot be written`);
+    const attribute = model.attributes.find((a) => a.name === key);
+    if (!attribute) return fail(`unknown attribute '${key}' for model ${model.uuid}`);
+    const checked = checkValue(attribute, value);
+    if ('error' in checked) return fail(checked.error);
+    given.set(key, checked.value);
+  }
+  const record: Record<string, unknown> = {};
+  for (const attribute of model.attributes) {
+    if (given.has(attribute.name)) record[attribute.name] = given.get(attribute.name);
+    else if (mode === 'save') record[attribute.name] = attribute.rule.defaultValue;
+  }
+  return { ok: true, record };
+}
+
+export type ValueCheck = { value: unknown } | { error: string };
+
+/** Returns the value to store (converted and rounded) or the reason it is refused. */
+export function checkValue(attribute: Attribute, value: unknown): ValueCheck {
+  const { name, type, rule } = attribute;
+  switch (type) {
+    case 'INTEGER':
+    case 'FLOAT': {
+      const number = typeof value === 'bigint' && Number.isSafeInteger(Number(value)) ? Number(value) : value;
+      if (typeof number !== 'number') return wrongType(attribute, value);
+      if (!Number.isFinite(number)) return { error: `attribute '${name}' expects a finite number, got ${luaNumber(number)}` };
+      let stored = number;
+      if (type === 'INTEGER') {
+        if (!Number.isInteger(number)) return { error: `attribute '${name}' expects INTEGER, got fraction ${number}` };
+        if (!Number.isSafeInteger(number)) {
+          return { error: `attribute '${name}' expects INTEGER within ±${Number.MAX_SAFE_INTEGER}, got ${number}` };
+        }
+      } else if (rule.round > 0) {
+        stored = roundDecimals(number, rule.round);
+      }
+      if (rule.max > rule.min && (stored < rule.min || stored > rule.max)) {
+        return { error: `attribute '${name}' must be in [${rule.min},${rule.max}], got ${stored}` };
+      }
+      return { value: stored === 0 ? 0 : stored };
+    }
+    case 'BOOL':
+      return typeof value === 'boolean' ? { value } : wrongType(attribute, value);
+    case 'STRING': {
+      if (typeof value !== 'string') return wrongType(attribute, value);
+      if (rule.max > 0) {
+        const bytes = Buffer.byteLength(value, 'utf8');
+        if (bytes > rule.max) return { error: `attribute '${name}' must be at most ${rule.max} bytes, got ${bytes}` };
+      }
+      return { value };
+    }
+    case 'GEO':
+      if (typeof value !== 'string') return wrongType(attribute, value);
+      if (!isGeo(value)) {
+        return {
+          error: `attribute '${name}' expects GEO "lat,lng" with lat in [-90,90] and lng in [-180,180], got ${quote(value)}`,
+        };
+      }
+      return { value };
+  }
+}
+
+/** `"lat,lng"`: two decimal numbers, spaces around them allowed, lat in [-90,90], lng in [-180,180]. */
+export function isGeo(value: string): boolean {
+  const parts = value.split(',').map((p) => p.trim());
+  if (parts.length !== 2 || !parts.every((p) => GEO_PART.test(p))) return false;
+  const [lat, lng] = parts.map(Number);
+  return Math.abs(lat) <= 90 && Math.abs(lng) <= 180;
+}
+
+/**
+ * Half away from zero, on the decimal digits as written: 1.005 -> 1.01, which scaling the binary
+ * value by 100 would get wrong. Numbers too large to hold more decimals are returned unchanged.
+ */
+export function roundDecimals(value: number, decimals: number): number {
+  if (Math.abs(value) * 10 ** decimals >= Number.MAX_SAFE_INTEGER) return value;
+  const [mantissa, exponent = '0'] = Math.abs(value).toString().split('e');
+  const shifted = Math.round(Number(`${mantissa}e${Number(exponent) + decimals}`));
+  const rounded = Number(`${shifted}e${-decimals}`);
+  return value < 0 ? -rounded : rounded;
+}
+
+function wrongType(attribute: Attribute, value: unknown): ValueCheck {
+  return { error: `attribute '${attribute.name}' expects ${attribute.type}, got ${typeName(value)}` };
+}
+
+/** Lua's names for what a script passed: a JS object or array came from a table, null from nil. */
+function typeName(value: unknown): string {
+  if (value === null || value === undefined) return 'nil';
+  if (typeof value === 'object') return 'table';
+  if (typeof value === 'bigint') return 'number';
+  return typeof value;
+}
+
+function luaNumber(value: number): string {
+  if (Number.isNaN(value)) return 'nan';
+  return value > 0 ? 'inf' : '-inf';
+}
+
+function quote(value: string): string {
+  return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
+}
+
+function fail(error: string): RecordCheck {
+  return { ok: false, error };
+}

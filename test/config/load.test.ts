@@ -1,0 +1,208 @@
+import { mkdtemp, readFile, rm, stat, writeFile, chmod, mkdir } from 'node:fs/promises';
+import { availableParallelism, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { credentialsPath, defaultConfigText, loadConfig } from '../../src/config/index.js';
+import { InvalidArgumentError } from '../../src/errors.js';
+
+let dir: string;
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'edc-config-'));
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function load(text: string, env: NodeJS.ProcessEnv = {}) {
+  const file = join(dir, 'edge.ini');
+  await writeFile(file, text);
+  return loadConfig({ file, env });
+}
+
+describe('loadConfig defaults', () => {
+  it('without a file uses the defaults and ./data under the working directory', async () => {
+    const cwd = process.cwd();
+    process.chdir(dir);
+    try {
+      const { config, firstStart } = await loadConfig({ env: {} });
+      expect(config.main.dataDir).toBe(join(dir, 'data'));
+      expect(config.http).toEqual({ host: '0.0.0.0', port: 2580, urlBytesMax: 8192, bodyBytesMax: 4194304, idleTimeoutS: 60 });
+      expect(config.store).toEqual({
+        sync: 'interval', syncIntervalMs: 1000, segmentBytes: 33554432, segmentAgeHours: 24,
+        retentionMaxRecords: 0, retentionMaxBytes: 0, retentionMaxAgeHours: 0,
+      });
+      expect(config.scripts).toEqual({
+        workers: Math.max(1, availableParallelism() - 1), timeoutMs: 200, hardTimeoutMs: 2000, memoryMb: 32, queueMax: 10000,
+      });
+      expect(config.main.logLevel).toBe('info');
+      expect(firstStart).toBe(true);
+    } finally {
+      process.chdir(cwd);
+    }
+  });
+
+  it('with a file, the default data_dir is ./data beside the file', async () => {
+    const { config } = await load('[main]\nlog_level = warn\n');
+    expect(config.main.dataDir).toBe(join(dir, 'data'));
+  });
+
+  it('the printed default file parses back to the defaults', async () => {
+    const fromText = await load(defaultConfigText());
+    const cwd = process.cwd();
+    process.chdir(dir);
+    try {
+      const builtIn = await loadConfig({ env: {} });
+      expect(fromText.warnings).toEqual([]);
+      expect(fromText.config).toEqual(builtIn.config);
+    } finally {
+      process.chdir(cwd);
+    }
+  });
+});
+
+describe('loadConfig values', () => {
+  it('reads every section and resolves data_dir against the file directory', async () => {
+    const { config, warnings } = await load([
+      '[main]', 'data_dir = store-here', 'admin_token = a-very-long-admin-token', 'log_level = DEBUG',
+      '[plugin.http_server]', 'host = 127.0.0.1', 'port = 0',
+      '[store]', 'sync = always', 'segment_bytes = 65536', 'retention_max_age_hours = 48',
+      '[scripts]', 'workers = 3', 'timeout_ms = 50', 'hard_timeout_ms = 50', 'queue_max = 5',
+    ].join('\n'));
+    expect(warnings).toEqual([]);
+    expect(config.main.dataDir).toBe(join(dir, 'store-here'));
+    expect(config.main.adminToken).toBe('a-very-long-admin-token');
+    expect(config.main.logLevel).toBe('debug');
+    expect(config.http.host).toBe('127.0.0.1');
+    expect(config.http.port).toBe(0);
+    expect(config.store.sync).toBe('always');
+    expect(config.store.segmentBytes).toBe(65536);
+    expect(config.store.retentionMaxAgeHours).toBe(48);
+    expect(config.scripts).toMatchObject({ workers: 3, timeoutMs: 50, hardTimeoutMs: 50, queueMax: 5 });
+  });
+
+  it('collects dataschema_secrets from repeated keys and comma lists, trimmed, empty items dropped', async () => {
+    const { config } = await load([
+      '[main]',
+      'dataschema_secrets = rhilex-secret',
+      'dataschema_secrets = one , two,,',
+      'dataschema_secrets[] = three',
+      'dataschema_secrets = ',
+      'dataschema_secrets = one',
+    ].join('\n'));
+    expect(config.main.secrets).toEqual(['rhilex-secret', 'one', 'two', 'three']);
+  });
+
+  it('an empty dataschema_secrets never disables the check: a secret is generated', async () => {
+    const { config, warnings, firstStart } = await load('[main]\ndataschema_secrets = , ,\nadmin_token = 0123456789abcdefXYZ\n');
+    expect(config.main.secrets).toHaveLength(1);
+    expect(config.main.secrets[0]).toMatch(/^[A-Za-z0-9_-]{32}$/);
+    expect(firstStart).toBe(true);
+    expect(warnings.join('\n')).toContain('dataschema_secrets is empty');
+  });
+
+  it.each([
+    ['[store]\nsync = fast', '[store] sync must be one of none, interval, always (got "fast")'],
+    ['[plugin.http_server]\nport = 65536', '[plugin.http_server] port must be an integer in 0..65535 (got "65536")'],
+    ['[plugin.http_server]\nport = 80.5', '[plugin.http_server] port must be an integer in 0..65535 (got "80.5")'],
+    ['[plugin.http_server]\nport = abc', '[plugin.http_server] port must be an integer in 0..65535 (got "abc")'],
+    ['[store]\nsegment_bytes = 1024', '[store] segment_bytes must be an integer in 65536..1073741824 (got "1024")'],
+    ['[store]\nretention_max_records = -1', '[store] retention_max_records must be an integer in 0..9007199254740991 (got "-1")'],
+    ['[main]\nlog_level = loud', '[main] log_level must be one of fatal, error, warn, info, debug, trace, silent (got "loud")'],
+    ['[main]\ndata_dir =', '[main] data_dir must not be empty'],
+    ['[scripts]\ntimeout_ms = 500\nhard_timeout_ms = 100', '[scripts] hard_timeout_ms must be at least timeout_ms (500) (got 100)'],
+  ])('refuses %j', async (text, message) => {
+    const error = await load(text).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(InvalidArgumentError);
+    expect((error as Error).message).toContain(message);
+  });
+
+  it('warns about unknown sections, unknown keys, stray lines and repeated keys', async () => {
+    const { warnings, config } = await load([
+      'top = 1',
+      '[main]', 'debug_mode = true', 'not a pair',
+      '[plugin.http_server]', 'port = 1000', 'port = 2000',
+      '[mqtt]', 'host = x',
+    ].join('\n'));
+    expect(config.http.port).toBe(2000);
+    expect(warnings).toHaveLength(5);
+    expect(warnings.join('\n')).toMatch(/unknown section \[mqtt\]/);
+    expect(warnings.join('\n')).toMatch(/:1: key top outside any section/);
+    expect(warnings.join('\n')).toMatch(/:3: unknown key \[main\] debug_mode ignored/);
+    expect(warnings.join('\n')).toMatch(/:4: not "key = value", ignored: not a pair/);
+    expect(warnings.join('\n')).toMatch(/\[plugin.http_server\] port is set 2 times \(lines 6, 7\)/);
+  });
+
+  it('honours ini quoting and inline comments', async () => {
+    const { config } = await load('[main]\nadmin_token = "with;semicolon-and-long" \ndataschema_secrets = plain ; comment\n');
+    expect(config.main.adminToken).toBe('with;semicolon-and-long');
+    expect(config.main.secrets).toEqual(['plain']);
+  });
+
+  it('a missing configuration file stops the start', async () => {
+    await expect(loadConfig({ file: join(dir, 'nope.ini'), env: {} })).rejects.toThrow(/nope.ini does not exist/);
+  });
+
+  it('environment variables override the file', async () => {
+    const { config } = await load('[plugin.http_server]\nport = 1000\n', {
+      EDGE_DATACENTER_HTTP_PORT: '3000',
+      EDGE_DATACENTER_STORE_SYNC: 'none',
+      EDGE_DATACENTER_MAIN_DATASCHEMA_SECRETS: 'a,b',
+    });
+    expect(config.http.port).toBe(3000);
+    expect(config.store.sync).toBe('none');
+    expect(config.main.secrets).toEqual(['a', 'b']);
+    await expect(load('', { EDGE_DATACENTER_HTTP_PORT: 'x' })).rejects.toThrow('[plugin.http_server] port');
+  });
+});
+
+describe('first start credentials', () => {
+  it('generates a secret and an admin token once, mode 0600, and reuses them', async () => {
+    const first = await load('[main]\ndata_dir = d\n');
+    expect(first.firstStart).toBe(true);
+    const file = credentialsPath(join(dir, 'd'));
+    expect((await stat(file)).mode & 0o777).toBe(0o600);
+    const text = await readFile(file, 'utf8');
+    expect(text).toContain(`dataschema_secrets = ${first.config.main.secrets[0]}`);
+    expect(text).toContain(`admin_token = ${first.config.main.adminToken}`);
+    expect(first.config.main.adminToken.length).toBeGreaterThanOrEqual(40);
+
+    const second = await load('[main]\ndata_dir = d\n');
+    expect(second.firstStart).toBe(false);
+    expect(second.config.main.secrets).toEqual(first.config.main.secrets);
+    expect(second.config.main.adminToken).toBe(first.config.main.adminToken);
+  });
+
+  it('configured values win over generated ones and nothing is generated when all are set', async () => {
+    await load('[main]\ndata_dir = d\n');
+    const configured = await load('[main]\ndata_dir = d\ndataschema_secrets = mine\nadmin_token = my-admin-token-1234\n');
+    expect(configured.firstStart).toBe(false);
+    expect(configured.config.main.secrets).toEqual(['mine']);
+    expect(configured.config.main.adminToken).toBe('my-admin-token-1234');
+
+    const fresh = await load('[main]\ndata_dir = other\ndataschema_secrets = mine\nadmin_token = my-admin-token-1234\n');
+    expect(fresh.firstStart).toBe(false);
+    await expect(stat(credentialsPath(join(dir, 'other')))).rejects.toThrow(/ENOENT/);
+  });
+
+  it('generates only what is missing, keeping what is stored', async () => {
+    const onlyToken = await load('[main]\ndata_dir = d\ndataschema_secrets = mine\n');
+    expect(onlyToken.firstStart).toBe(true);
+    expect(onlyToken.config.main.secrets).toEqual(['mine']);
+    const both = await load('[main]\ndata_dir = d\n');
+    expect(both.firstStart).toBe(true);
+    expect(both.config.main.adminToken).toBe(onlyToken.config.main.adminToken);
+    expect(both.config.main.secrets[0]).not.toBe('mine');
+  });
+
+  it('tightens a credentials file readable by others', async () => {
+    await mkdir(join(dir, 'd'));
+    await writeFile(credentialsPath(join(dir, 'd')), '[main]\ndataschema_secrets = s1\nadmin_token = t1\n');
+    await chmod(credentialsPath(join(dir, 'd')), 0o644);
+    const { config, warnings, firstStart } = await load('[main]\ndata_dir = d\n');
+    expect(firstStart).toBe(false);
+    expect(config.main.secrets).toEqual(['s1']);
+    expect(config.main.adminToken).toBe('t1');
+    expect(warnings.join()).toContain('mode is now 0600');
+    expect((await stat(credentialsPath(join(dir, 'd')))).mode & 0o777).toBe(0o600);
+  });
+});
