@@ -1,0 +1,79 @@
+import type { RetentionLimits, StoreOptions } from './types.js';
+import { InvalidArgumentError } from '../errors.js';
+
+export const KIB = 1024;
+export const MIB = 1024 * KIB;
+
+export const PAGE_SIZE_MAX = 1000;
+/** One encoded record (msgpack of the value array). */
+export const RECORD_BYTES_MAX = 1 * MIB;
+export const SEGMENT_BYTES_DEFAULT = 32 * MIB;
+/** Offsets are u32 in the index files; keep well below that. */
+export const SEGMENT_BYTES_MAX_LIMIT = 1024 * MIB;
+export const SEGMENT_BYTES_MIN_LIMIT = 256;
+export const SEGMENT_AGE_MS_DEFAULT = 24 * 60 * 60 * 1000;
+export const SYNC_INTERVAL_MS_DEFAULT = 1000;
+/** Write buffer chunk; one async write per chunk. */
+export const WRITE_CHUNK_BYTES = 64 * KIB;
+/** Bytes accepted but not yet handed to the kernel; beyond this, writes are refused (UnavailableError). */
+export const WRITE_QUEUE_BYTES_MAX = 64 * MIB;
+/** Flush delay when durability is not `always` (NATS coalesces for up to 8 ms). */
+export const FLUSH_DELAY_MS = 4;
+export const CHECKPOINT_INTERVAL_MS = 30_000;
+export const RETENTION_CHECK_INTERVAL_MS = 60_000;
+/** How often a read-only model retries its pending writes. */
+export const READ_ONLY_RETRY_MS_DEFAULT = 1000;
+/** Sealed segments index every 64th id. */
+export const SPARSE_STRIDE = 64;
+/** Records decoded per chunk by the export iterator. */
+export const ITERATE_CHUNK_RECORDS = 1000;
+export const MODEL_FIELDS_MAX = 1024;
+
+export const RETENTION_NONE: RetentionLimits = Object.freeze({ maxRecords: 0, maxBytes: 0, maxAgeMs: 0 });
+
+export const DEFAULT_STORE_OPTIONS: Readonly<Omit<StoreOptions, 'rootDir'>> = Object.freeze({
+  durability: 'interval',
+  syncIntervalMs: SYNC_INTERVAL_MS_DEFAULT,
+  segmentBytesMax: SEGMENT_BYTES_DEFAULT,
+  segmentAgeMsMax: SEGMENT_AGE_MS_DEFAULT,
+  retention: RETENTION_NONE,
+});
+
+/** Full options from a partial set: defaults for everything but rootDir. */
+export function storeOptions(partial: Partial<StoreOptions> & { rootDir: string }): StoreOptions {
+  return { ...DEFAULT_STORE_OPTIONS, ...partial };
+}
+
+export function validateStoreOptions(o: StoreOptions): void {
+  if (typeof o.rootDir !== 'string' || o.rootDir.length === 0) throw new InvalidArgumentError('rootDir is required');
+  if (!['none', 'interval', 'always'].includes(o.durability)) {
+    throw new InvalidArgumentError(`durability must be none, interval or always, got ${String(o.durability)}`);
+  }
+  checkInt('syncIntervalMs', o.syncIntervalMs, 1, 3_600_000);
+  checkInt('segmentBytesMax', o.segmentBytesMax, SEGMENT_BYTES_MIN_LIMIT, SEGMENT_BYTES_MAX_LIMIT);
+  checkInt('segmentAgeMsMax', o.segmentAgeMsMax, 1, Number.MAX_SAFE_INTEGER);
+  validateRetention(o.retention);
+}
+
+export function validateRetention(r: RetentionLimits): void {
+  checkInt('retention.maxRecords', r.maxRecords, 0, Number.MAX_SAFE_INTEGER);
+  checkInt('retention.maxBytes', r.maxBytes, 0, Number.MAX_SAFE_INTEGER);
+  checkInt('retention.maxAgeMs', r.maxAgeMs, 0, Number.MAX_SAFE_INTEGER);
+}
+
+function checkInt(name: string, v: number, min: number, max: number): void {
+  if (!Number.isSafeInteger(v) || v < min || v > max) {
+    throw new InvalidArgumentError(`${name} must be an integer in [${min}, ${max}], got ${String(v)}`);
+  }
+}
+
+/** A model id becomes a directory name: keep it boring. */
+export function validateModelId(modelId: string): void {
+  if (typeof modelId !== 'string' || !/^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}$/.test(modelId)) {
+    throw new InvalidArgumentError(`model id must match [A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}, got ${String(modelId)}`);
+  }
+}
+
+export function assert(cond: unknown, what: string): asserts cond {
+  if (!cond) throw new Error(`store invariant violated: ${what}`);
+}

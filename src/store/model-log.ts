@@ -1,0 +1,407 @@
+/**
+ * One model's log: the public write and read API over a generation (segments + writer). clear() swaps in
+ * a fresh generation at once, so writes made after the call land in the new, empty log with ids from 1.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { Packr } from 'msgpackr';
+import { FRAME_HEADER_BYTES, FRAME_SAVE, FRAME_SUPERSEDE, type FrameType, checkFrame, sealFrame, frameTs } from './frame.js';
+import { Segment, indexName } from './segment.js';
+import { Writer } from './writer.js';
+import { type ManifestWriter } from './manifest.js';
+import { createModelDirSync, manifestOf, openModelDirSync } from './recovery.js';
+import { readRange, decodeValues, projection, toView, type Projection } from './reader.js';
+import { applyRetention, totalBytes } from './retention.js';
+import { encodeIndex, indexOf } from './index-file.js';
+import { type FileIo, fsyncDir, writeFileAtomic } from './file-io.js';
+import {
+  CHECKPOINT_INTERVAL_MS,
+  ITERATE_CHUNK_RECORDS,
+  PAGE_SIZE_MAX,
+  RECORD_BYTES_MAX,
+  RETENTION_CHECK_INTERVAL_MS,
+  WRITE_QUEUE_BYTES_MAX,
+  validateRetention,
+} from './constants.js';
+import type {
+  ExportRange,
+  ModelLogState,
+  ModelLogStats,
+  PageQuery,
+  PageResult,
+  RecordView,
+  RecoveryReport,
+  RetentionLimits,
+  StoreOptions,
+} from './types.js';
+import { InvalidArgumentError, PayloadTooLargeError, UnavailableError } from '../errors.js';
+
+export interface ModelLogConfig {
+  dir: string;
+  modelId: string;
+  fields: readonly string[];
+  options: StoreOptions;
+  retention: RetentionLimits;
+  io: FileIo;
+  readOnlyRetryMs: number;
+  /** Where clear() parks the old directory before deleting it. */
+  trashDir: () => string;
+}
+
+/** Segments, writer and newest-record cache of one incarnation of the log (replaced by clear). */
+interface Gen {
+  segments: Segment[];
+  writer: Writer;
+  manifest: ManifestWriter | undefined;
+  nextId: number;
+  lastTs: number;
+  lastId: number;
+  lastValues: unknown[] | undefined;
+  lastType: FrameType;
+  lastFrameBytes: number;
+  lastView: RecordView | undefined;
+  lastProjected: Map<string, RecordView>;
+}
+
+export class ModelLog {
+  readonly modelId: string;
+  readonly fields: readonly string[];
+  readonly recovery: RecoveryReport;
+  private gen: Gen;
+  private retention: RetentionLimits;
+  private readonly packr = new Packr({ useRecords: false });
+  private readonly fieldIndex: Map<string, number>;
+  private readonly fullProjection: Projection;
+  private readonly timers: NodeJS.Timeout[] = [];
+  private retentionRun: Promise<void> | undefined;
+  private clearRun: Promise<void> = Promise.resolve();
+  private closed = false;
+  private readonly onLost = (fromId: number, toId: number): void => {
+    const known = this.recovery.lostRanges.some((r) => r.fromId <= fromId && r.toId >= toId);
+    if (!known) this.recovery.lostRanges.push({ fromId, toId });
+  };
+
+  private constructor(private readonly c: ModelLogConfig) {
+    this.modelId = c.modelId;
+    this.fields = Object.freeze([...c.fields]);
+    this.fieldIndex = new Map(this.fields.map((f, i) => [f, i]));
+    this.fullProjection = projection(this.fields, undefined);
+    this.retention = c.retention;
+    const opened = openModelDirSync(c.dir, c.modelId);
+    this.recovery = opened.report;
+    this.gen = this.newGen(opened.segments, opened.manifest, false);
+    this.loadLast(this.gen);
+    this.timers.push(setInterval(() => void this.checkpoint().catch(() => {}), CHECKPOINT_INTERVAL_MS));
+    this.timers.push(setInterval(() => void this.enforceRetention().catch(() => {}), RETENTION_CHECK_INTERVAL_MS));
+    for (const t of this.timers) t.unref();
+  }
+
+  static open(c: ModelLogConfig): ModelLog {
+    return new ModelLog(c);
+  }
+
+  get state(): ModelLogState {
+    return this.gen.writer.state;
+  }
+
+  save(record: Record<string, unknown>): number {
+    const g = this.writable();
+    const n = this.fields.length;
+    const values = new Array<unknown>(n);
+    for (let i = 0; i < n; i++) values[i] = record[this.fields[i]] ?? null;
+    const now = Date.now();
+    return this.append(g, FRAME_SAVE, g.nextId, now > g.lastTs ? now : g.lastTs, values);
+  }
+
+  updateLast(fields: Record<string, unknown>): number {
+    const g = this.writable();
+    if (g.lastValues === undefined) return this.save(fields);
+    const values = g.lastValues.slice();
+    for (const k of Object.keys(fields)) {
+      const i = this.fieldIndex.get(k);
+      if (i === undefined) throw new InvalidArgumentError(`updateLast: unknown field ${JSON.stringify(k)}`);
+      if (fields[k] !== undefined) values[i] = fields[k] ?? null;
+    }
+    return this.append(g, FRAME_SUPERSEDE, g.lastId, g.lastTs, values);
+  }
+
+  /** Resolves once every write so far (id given or not) is durable under the store's durability mode. */
+  durable(id?: number): Promise<void> {
+    if (id !== undefined && (!Number.isSafeInteger(id) || id < 0)) {
+      return Promise.reject(new InvalidArgumentError(`durable: id must be a non-negative integer, got ${id}`));
+    }
+    return this.gen.writer.durable();
+  }
+
+  async page(q: PageQuery): Promise<PageResult> {
+    const p = validatePage(q, this.fields);
+    const g = this.gen;
+    const firstId = g.segments[0].firstId;
+    const lastId = g.nextId - 1;
+    const total = Math.max(0, lastId - firstId + 1);
+    const skip = (q.current - 1) * q.size;
+    const lo = q.order === 'asc' ? firstId + skip : Math.max(firstId, lastId - skip - q.size + 1);
+    const hi = q.order === 'asc' ? Math.min(lastId, firstId + skip + q.size - 1) : lastId - skip;
+    if (lo > hi) return { total, records: [] };
+    const recs = await readRange(this.c.io, g.segments, lo, hi, this.onLost);
+    const records = recs.map((r) => toView(p, r.id, r.ts, decodeValues(r.payload)));
+    if (q.order === 'desc') records.reverse();
+    return { total, records };
+  }
+
+  latest(select?: readonly string[]): RecordView | undefined {
+    const g = this.gen;
+    if (g.lastValues === undefined) return undefined;
+    if (select === undefined) {
+      g.lastView ??= Object.freeze(toView(this.fullProjection, g.lastId, g.lastTs, g.lastValues));
+      return g.lastView;
+    }
+    const key = select.join('\u0000');
+    let v = g.lastProjected.get(key);
+    if (!v) {
+      v = Object.freeze(toView(projection(this.fields, select), g.lastId, g.lastTs, g.lastValues));
+      g.lastProjected.set(key, v);
+    }
+    return v;
+  }
+
+  /** Pulls ITERATE_CHUNK_RECORDS at a time over a snapshot (last id, segment list, open fds) taken at the start. */
+  async *iterate(range: ExportRange = {}): AsyncGenerator<RecordView, void, undefined> {
+    const p = projection(this.fields, range.select);
+    const g = this.gen;
+    const segments = g.segments.slice();
+    const files = segments.map((s) => s.file?.retain());
+    try {
+      const a = Math.max(range.fromId ?? 1, segments[0].firstId);
+      const b = Math.min(range.toId ?? Number.MAX_SAFE_INTEGER, g.nextId - 1);
+      for (let lo = a; lo <= b; lo += ITERATE_CHUNK_RECORDS) {
+        const recs = await readRange(this.c.io, segments, lo, Math.min(b, lo + ITERATE_CHUNK_RECORDS - 1), this.onLost);
+        for (const r of recs) yield toView(p, r.id, r.ts, decodeValues(r.payload));
+      }
+    } finally {
+      for (const f of files) f?.release();
+    }
+  }
+
+  clear(): Promise<void> {
+    const run = this.clearRun.then(() => this.clearNow());
+    this.clearRun = run.catch(() => {});
+    return run;
+  }
+
+  setRetention(limits: RetentionLimits): void {
+    validateRetention(limits);
+    this.retention = { ...limits };
+  }
+
+  enforceRetention(nowMs = Date.now()): Promise<void> {
+    this.retentionRun ??= this.retentionNow(nowMs).finally(() => (this.retentionRun = undefined));
+    return this.retentionRun;
+  }
+
+  stats(): ModelLogStats {
+    const g = this.gen;
+    const w = g.writer;
+    const firstId = g.segments[0].firstId;
+    const lastId = g.nextId - 1;
+    return {
+      state: w.state,
+      total: Math.max(0, lastId - firstId + 1),
+      firstId,
+      lastId,
+      segments: g.segments.length,
+      bytes: totalBytes(g.segments),
+      pendingSyncBytes: w.pendingSyncBytes,
+      ...(w.lastError !== undefined ? { lastError: w.lastError } : {}),
+    };
+  }
+
+  /** Flush, fdatasync, index of the active segment and a clean manifest: the next open does not scan. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    await this.clearRun;
+    await this.retentionRun;
+    this.closed = true;
+    for (const t of this.timers) clearInterval(t);
+    const g = this.gen;
+    const drained = await g.writer.drain();
+    g.writer.close();
+    const active = g.segments[g.segments.length - 1];
+    if (drained && g.manifest) {
+      await writeFileAtomic(this.c.dir, indexName(active.segNo), encodeIndex(indexOf(active)));
+      await g.manifest.write(() => ({ ...manifestOf(g.segments), clean: true }));
+    }
+    await this.releaseGen(g);
+  }
+
+  /** Stops without flushing, like a kill -9 of the process: only what reached the kernel stays. */
+  async abandon(): Promise<void> {
+    this.closed = true;
+    for (const t of this.timers) clearInterval(t);
+    this.gen.writer.close();
+    await this.releaseGen(this.gen);
+  }
+
+  private writable(): Gen {
+    const g = this.gen;
+    if (this.closed) throw new UnavailableError(`model ${this.modelId} is closed`);
+    if (g.writer.state !== 'ok') throw g.writer.readOnlyError();
+    if (g.writer.queuedBytes > WRITE_QUEUE_BYTES_MAX) {
+      throw new UnavailableError(`write queue of model ${this.modelId} is full (${WRITE_QUEUE_BYTES_MAX} bytes)`);
+    }
+    return g;
+  }
+
+  private append(g: Gen, type: FrameType, id: number, ts: number, values: unknown[]): number {
+    const payload = this.packr.pack(values);
+    if (payload.length > RECORD_BYTES_MAX) {
+      throw new PayloadTooLargeError(`record of ${payload.length} bytes exceeds ${RECORD_BYTES_MAX} bytes`);
+    }
+    const bytes = FRAME_HEADER_BYTES + payload.length;
+    let seg = g.segments[g.segments.length - 1];
+    if (type === FRAME_SUPERSEDE && this.coalesce(g, seg, payload, bytes)) return this.setLast(g, type, id, ts, values, bytes);
+    if (this.shouldRoll(seg, bytes, ts)) seg = this.roll(g, id, ts);
+    const c = g.writer.ensureRoom(seg, bytes);
+    payload.copy(c.buf, c.len + FRAME_HEADER_BYTES);
+    const crc = sealFrame(c.buf, c.len, type, id, ts, payload.length);
+    seg.setFrame(id, c.base + c.len, bytes, ts, crc);
+    g.writer.commit(bytes);
+    if (type === FRAME_SAVE) g.nextId = id + 1;
+    return this.setLast(g, type, id, ts, values, bytes);
+  }
+
+  private setLast(g: Gen, type: FrameType, id: number, ts: number, values: unknown[], bytes: number): number {
+    g.lastId = id;
+    g.lastTs = ts;
+    g.lastValues = values;
+    g.lastType = type;
+    g.lastFrameBytes = bytes;
+    g.lastView = undefined;
+    if (g.lastProjected.size > 0) g.lastProjected = new Map();
+    return id;
+  }
+
+  /** A SUPERSEDE of the same id still in the unflushed chunk is overwritten in place (flash wear). */
+  private coalesce(g: Gen, seg: Segment, payload: Buffer, bytes: number): boolean {
+    const c = g.writer.cur;
+    if (!c || g.lastType !== FRAME_SUPERSEDE || g.lastFrameBytes !== bytes) return false;
+    const at = seg.lastFrameOffset - c.base;
+    if (at < 0 || at + bytes !== c.len || seg.mem[seg.mem.length - 1] !== c) return false;
+    payload.copy(c.buf, at + FRAME_HEADER_BYTES);
+    seg.lastFrameCrc = sealFrame(c.buf, at, FRAME_SUPERSEDE, g.lastId, g.lastTs, payload.length);
+    return true;
+  }
+
+  private shouldRoll(seg: Segment, bytes: number, ts: number): boolean {
+    if (seg.count <= 0) return false;
+    const o = this.c.options;
+    return seg.bytes + bytes > o.segmentBytesMax || ts - seg.minTs >= o.segmentAgeMsMax;
+  }
+
+  private roll(g: Gen, firstId: number, ts: number): Segment {
+    const old = g.segments[g.segments.length - 1];
+    old.seal();
+    const next = new Segment(old.segNo + 1, firstId, ts);
+    g.segments.push(next);
+    g.writer.roll(old, next);
+    return next;
+  }
+
+  private newGen(segments: Segment[], manifest: ManifestWriter | undefined, blocked: boolean): Gen {
+    const active = segments[segments.length - 1];
+    const gen: Gen = {
+      segments,
+      manifest,
+      writer: undefined as unknown as Writer,
+      nextId: Math.max(active.firstId, ...segments.map((s) => s.lastId + 1)),
+      lastTs: Math.max(0, ...segments.map((s) => s.maxTs)),
+      lastId: 0,
+      lastValues: undefined,
+      lastType: FRAME_SAVE,
+      lastFrameBytes: 0,
+      lastView: undefined,
+      lastProjected: new Map(),
+    };
+    gen.writer = new Writer(
+      {
+        modelId: this.modelId,
+        dir: this.c.dir,
+        io: this.c.io,
+        durability: this.c.options.durability,
+        syncIntervalMs: this.c.options.syncIntervalMs,
+        retryMs: this.c.readOnlyRetryMs,
+        checkpoint: () => (gen.manifest ? gen.manifest.write(() => manifestOf(gen.segments)) : Promise.resolve()),
+        onSealed: () => void this.enforceRetention().catch(() => {}),
+      },
+      active,
+      blocked,
+    );
+    return gen;
+  }
+
+  /** The newest record, decoded once at open so latest() never does I/O. */
+  private loadLast(g: Gen): void {
+    const seg = g.segments.find((s) => s.lastId === g.nextId - 1 && s.count > 0);
+    if (!seg?.file) return;
+    const b = Buffer.alloc(seg.bytes - seg.lastFrameOffset);
+    fs.readSync(seg.file.fd, b, 0, b.length, seg.lastFrameOffset);
+    const n = checkFrame(b, 0, b.length);
+    if (n <= 0) return;
+    g.lastValues = decodeValues(b.subarray(FRAME_HEADER_BYTES, n));
+    g.lastId = g.nextId - 1;
+    g.lastTs = Math.max(g.lastTs, frameTs(b, 0));
+    g.lastFrameBytes = n;
+  }
+
+  private async checkpoint(): Promise<void> {
+    const g = this.gen;
+    if (g.writer.state !== 'ok' || !g.manifest) return;
+    await g.writer.requestSync();
+    await g.manifest.write(() => manifestOf(g.segments));
+  }
+
+  private async retentionNow(nowMs: number): Promise<void> {
+    const g = this.gen;
+    if (!g.manifest || this.closed) return;
+    await applyRetention(this.c.dir, g.segments, g.manifest, this.retention, nowMs);
+  }
+
+  /**
+   * NATS purge pattern: the directory is renamed to trash (atomic), then recreated empty. A crash before
+   * the rename keeps the old data, after it the model opens empty; open finishes removing the trash.
+   */
+  private async clearNow(): Promise<void> {
+    const old = this.gen;
+    const seg = new Segment(1, 1, Date.now());
+    this.gen = this.newGen([seg], undefined, true);
+    await this.retentionRun;
+    await old.writer.drain();
+    old.writer.close();
+    await this.releaseGen(old);
+    const trash = this.c.trashDir();
+    await fs.promises.rename(this.c.dir, trash);
+    await fsyncDir(path.dirname(this.c.dir));
+    const fresh = createModelDirSync(this.c.dir, 1, 1);
+    seg.file = fresh.seg.file;
+    this.gen.manifest = fresh.manifest;
+    this.gen.writer.unblock();
+    await fs.promises.rm(trash, { recursive: true, force: true });
+  }
+
+  private async releaseGen(g: Gen): Promise<void> {
+    // Keep the references: an export holding its own reference may still read through them.
+    for (const s of g.segments) s.file?.release();
+    await g.manifest?.close();
+  }
+}
+
+function validatePage(q: PageQuery, fields: readonly string[]): Projection {
+  if (!Number.isSafeInteger(q?.current) || q.current < 1) {
+    throw new InvalidArgumentError(`current must be an integer >= 1, got ${String(q?.current)}`);
+  }
+  if (!Number.isSafeInteger(q.size) || q.size < 1 || q.size > PAGE_SIZE_MAX) {
+    throw new InvalidArgumentError(`size must be an integer in [1, ${PAGE_SIZE_MAX}], got ${String(q.size)}`);
+  }
+  if (q.order !== 'asc' && q.order !== 'desc') throw new InvalidArgumentError(`order must be asc or desc, got ${String(q.order)}`);
+  return projection(fields, q.select);
+}

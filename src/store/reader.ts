@@ -1,0 +1,140 @@
+/**
+ * Reads: locate segments by id, read one contiguous byte range per segment, verify every frame read back,
+ * keep the newest frame of each id, and turn payloads into RecordViews. Cost is O(records asked for).
+ */
+import { Unpackr } from 'msgpackr';
+import { checkFrame, findNextFrame, frameId, frameTs, FRAME_HEADER_BYTES } from './frame.js';
+import type { FileIo } from './file-io.js';
+import type { Segment } from './segment.js';
+import type { RecordView } from './types.js';
+import { InvalidArgumentError } from '../errors.js';
+
+export interface StoredRecord {
+  id: number;
+  ts: number;
+  payload: Buffer;
+}
+
+export type LostFn = (fromId: number, toId: number) => void;
+
+const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true });
+
+/** Index of the segment holding `id` at its newest version: the last one whose firstId <= id. */
+export function segmentIndexOf(segments: readonly Segment[], id: number): number {
+  let lo = 0;
+  let hi = segments.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (segments[mid].firstId <= id) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+interface Part {
+  seg: Segment;
+  lo: number;
+  hi: number;
+  start: number;
+  end: number;
+}
+
+/** Records with ids in [a, b], ascending, newest version of each; ids lost to corruption are skipped. */
+export async function readRange(io: FileIo, segments: readonly Segment[], a: number, b: number, lost: LostFn): Promise<StoredRecord[]> {
+  const parts = planParts(segments, a, b);
+  for (const p of parts) p.seg.file?.retain();
+  try {
+    const out: StoredRecord[] = [];
+    for (const p of parts) walkFrames(await p.seg.readBytes(io, p.start, p.end), p.lo, p.hi, out, lost);
+    return out;
+  } finally {
+    for (const p of parts) p.seg.file?.release();
+  }
+}
+
+/** Synchronous, so the byte ranges are taken from one consistent state of the index. */
+function planParts(segments: readonly Segment[], a: number, b: number): Part[] {
+  const parts: Part[] = [];
+  for (let i = segmentIndexOf(segments, a); i < segments.length && segments[i].firstId <= b; i++) {
+    const seg = segments[i];
+    const effEnd = i + 1 < segments.length ? Math.min(seg.lastId, segments[i + 1].firstId - 1) : seg.lastId;
+    const lo = Math.max(a, seg.firstId);
+    const hi = Math.min(b, effEnd);
+    if (lo > hi) continue;
+    const [start, end] = seg.byteRange(lo, hi);
+    parts.push({ seg, lo, hi, start, end });
+  }
+  return parts;
+}
+
+function walkFrames(buf: Buffer, lo: number, hi: number, out: StoredRecord[], lost: LostFn): void {
+  let off = 0;
+  let lastSeen = lo - 1;
+  while (off < buf.length) {
+    const n = checkFrame(buf, off, buf.length);
+    if (n <= 0) {
+      const next = findNextFrame(buf, off, buf.length, lastSeen + 1);
+      const nextId = next >= 0 ? frameId(buf, next) : hi + 1;
+      if (nextId - 1 >= Math.max(lo, lastSeen + 1)) lost(Math.max(lo, lastSeen + 1), Math.min(hi, nextId - 1));
+      if (next < 0) return;
+      off = next;
+      continue;
+    }
+    const id = frameId(buf, off);
+    if (id >= lo && id <= hi) {
+      const rec = { id, ts: frameTs(buf, off), payload: buf.subarray(off + FRAME_HEADER_BYTES, off + n) };
+      if (id === lastSeen) out[out.length - 1] = rec;
+      else out.push(rec);
+      lastSeen = id;
+    }
+    off += n;
+  }
+}
+
+export function decodeValues(payload: Buffer): unknown[] {
+  const v: unknown = unpackr.unpack(payload);
+  if (!Array.isArray(v)) throw new Error('store invariant violated: payload is not a value array');
+  return v;
+}
+
+/** Which keys of a RecordView to build, in canonical order. */
+export interface Projection {
+  id: boolean;
+  createAt: boolean;
+  /** Indexes into the model fields. */
+  fields: number[];
+  names: readonly string[];
+  key: string;
+}
+
+export function projection(fields: readonly string[], select: readonly string[] | undefined): Projection {
+  if (select === undefined) {
+    return { id: true, createAt: true, fields: fields.map((_, i) => i), names: fields, key: '' };
+  }
+  if (!Array.isArray(select)) throw new InvalidArgumentError('select must be an array of field names');
+  const wanted = new Set(select);
+  for (const name of wanted) {
+    if (name !== 'id' && name !== 'create_at' && !fields.includes(name)) {
+      throw new InvalidArgumentError(`select: unknown field ${JSON.stringify(name)}`);
+    }
+  }
+  const idx: number[] = [];
+  fields.forEach((f, i) => {
+    if (wanted.has(f)) idx.push(i);
+  });
+  return {
+    id: wanted.has('id'),
+    createAt: wanted.has('create_at'),
+    fields: idx,
+    names: idx.map((i) => fields[i]),
+    key: [...select].sort().join('\u0000'),
+  };
+}
+
+export function toView(p: Projection, id: number, ts: number, values: readonly unknown[]): RecordView {
+  const view: RecordView = {};
+  if (p.id) view.id = id;
+  if (p.createAt) view.create_at = ts;
+  for (let k = 0; k < p.fields.length; k++) view[p.names[k]] = values[p.fields[k]] ?? null;
+  return view;
+}

@@ -1,0 +1,235 @@
+/**
+ * Opening a model directory: adopt the manifest after a clean close (no scan), otherwise rebuild the
+ * active segment's index from a walk that verifies every CRC from the checkpoint on, cut a torn tail,
+ * skip corrupt frames inside older data, and rebuild missing or corrupt index files. Sync I/O: runs once
+ * per model at open, before any write is accepted.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { type Manifest, ManifestWriter, readManifestSync } from './manifest.js';
+import {
+  SEGMENT_HEADER_BYTES,
+  Segment,
+  createSegmentFileSync,
+  decodeSegmentHeader,
+  encodeSegmentHeader,
+  indexName,
+  parseSegmentName,
+  segmentName,
+} from './segment.js';
+import { applyIndex, encodeIndex, indexOf, readIndexSync } from './index-file.js';
+import { scanSegment } from './scan.js';
+import { SegmentFile, fsyncDirSync, writeFileAtomicSync } from './file-io.js';
+import { u32 } from './frame.js';
+import type { RecoveryReport } from './types.js';
+
+export interface OpenedModel {
+  segments: Segment[];
+  manifest: ManifestWriter;
+  report: RecoveryReport;
+}
+
+/** A brand-new model directory: one empty segment whose first id is `firstId`, and a manifest. */
+export function createModelDirSync(dir: string, firstId: number, segNo: number): { seg: Segment; manifest: ManifestWriter } {
+  fs.mkdirSync(dir, { recursive: true });
+  const now = Date.now();
+  const seg = new Segment(segNo, firstId, now);
+  seg.file = new SegmentFile(createSegmentFileSync(dir, { segNo, firstId, createdMs: now }));
+  const manifest = ManifestWriter.createSync(dir, {
+    firstSegNo: segNo,
+    firstId,
+    clean: false,
+    checkpoint: { segNo, offset: SEGMENT_HEADER_BYTES, lastFrameCrc: 0, lastId: firstId - 1 },
+  });
+  fsyncDirSync(path.dirname(dir));
+  return { seg, manifest };
+}
+
+export function openModelDirSync(dir: string, modelId: string): OpenedModel {
+  const t0 = performance.now();
+  const report: RecoveryReport = {
+    modelId,
+    clean: false,
+    scannedBytes: 0,
+    truncatedBytes: 0,
+    lostRanges: [],
+    rebuiltIndexes: 0,
+    durationMs: 0,
+  };
+  if (!fs.existsSync(`${dir}/${'MANIFEST'}`) && listSegments(dir).length === 0) {
+    const { seg, manifest } = createModelDirSync(dir, 1, 1);
+    report.clean = true;
+    return { segments: [seg], manifest, report: finish(report, t0) };
+  }
+  removeLeftovers(dir);
+  const read = readManifestSync(dir);
+  const m = read.manifest;
+  const segNos = retireBelow(dir, listSegments(dir), m?.firstSegNo ?? 0);
+  dropEmptyTail(dir, segNos);
+  const segments = loadSegments(dir, segNos, m, report);
+  const manifest = read.manifest ? ManifestWriter.openSync(dir, read.seq) : ManifestWriter.createSync(dir, manifestOf(segments));
+  if (read.manifest) manifest.writeSync(manifestOf(segments));
+  reportGaps(segments, report);
+  return { segments, manifest, report: finish(report, t0) };
+}
+
+function finish(report: RecoveryReport, t0: number): RecoveryReport {
+  report.durationMs = performance.now() - t0;
+  return report;
+}
+
+export function manifestOf(segments: readonly Segment[]): Manifest {
+  const first = segments[0];
+  const active = segments[segments.length - 1];
+  return {
+    firstSegNo: first.segNo,
+    firstId: first.firstId,
+    clean: false,
+    checkpoint: {
+      segNo: active.segNo,
+      offset: active.syncedBytes,
+      lastFrameCrc: active.syncedBytes === active.bytes ? active.lastFrameCrc : 0,
+      lastId: active.lastId,
+    },
+  };
+}
+
+function listSegments(dir: string): number[] {
+  let names: string[];
+  try {
+    names = fs.readdirSync(dir);
+  } catch {
+    return [];
+  }
+  const nos: number[] = [];
+  for (const n of names) {
+    const no = parseSegmentName(n);
+    if (no !== undefined) nos.push(no);
+  }
+  return nos.sort((a, b) => a - b);
+}
+
+/** A crash during an index or manifest rewrite leaves a .tmp that never became the real file. */
+function removeLeftovers(dir: string): void {
+  for (const n of fs.readdirSync(dir)) if (n.endsWith('.tmp')) fs.rmSync(`${dir}/${n}`, { force: true });
+}
+
+/** Retention advances firstSegNo in the manifest before unlinking: finish the unlinks a crash cut short. */
+function retireBelow(dir: string, segNos: number[], firstSegNo: number): number[] {
+  const keep = segNos.filter((n) => n >= firstSegNo || n === segNos[segNos.length - 1]);
+  for (const n of segNos) {
+    if (keep.includes(n)) continue;
+    fs.rmSync(`${dir}/${segmentName(n)}`, { force: true });
+    fs.rmSync(`${dir}/${indexName(n)}`, { force: true });
+  }
+  return keep;
+}
+
+/**
+ * A crash during a roll can leave a new segment with no frame. Drop it and make the previous segment
+ * active again (its stale index goes too), so ids continue from that segment's last frame.
+ */
+function dropEmptyTail(dir: string, segNos: number[]): void {
+  while (segNos.length > 1) {
+    const last = segNos[segNos.length - 1];
+    if (fs.statSync(`${dir}/${segmentName(last)}`).size > SEGMENT_HEADER_BYTES) return;
+    fs.rmSync(`${dir}/${segmentName(last)}`, { force: true });
+    fs.rmSync(`${dir}/${indexName(last)}`, { force: true });
+    segNos.pop();
+    fs.rmSync(`${dir}/${indexName(segNos[segNos.length - 1])}`, { force: true });
+  }
+}
+
+function loadSegments(dir: string, segNos: number[], m: Manifest | undefined, report: RecoveryReport): Segment[] {
+  if (segNos.length === 0) return [createModelDirSync(dir, m?.firstId ?? 1, m?.firstSegNo ?? 1).seg];
+  const segments: Segment[] = [];
+  let adoptedClean = false;
+  for (let i = 0; i < segNos.length; i++) {
+    const isActive = i === segNos.length - 1;
+    const prev = segments[i - 1];
+    const fd = fs.openSync(`${dir}/${segmentName(segNos[i])}`, 'r+');
+    const seg = segmentFromHeader(fd, segNos[i], prev ? prev.lastId + 1 : (m?.firstId ?? 1));
+    seg.file = new SegmentFile(fd);
+    const size = fs.fstatSync(fd).size;
+    if (isActive) adoptedClean = openActive(dir, seg, fd, size, m, report);
+    else openSealed(dir, seg, fd, size, report);
+    segments.push(seg);
+  }
+  report.clean = adoptedClean && report.rebuiltIndexes === 0;
+  return segments;
+}
+
+/** A segment whose header is unreadable still holds frames: rewrite the header from what we know. */
+function segmentFromHeader(fd: number, segNo: number, fallbackFirstId: number): Segment {
+  const buf = Buffer.alloc(SEGMENT_HEADER_BYTES);
+  fs.readSync(fd, buf, 0, SEGMENT_HEADER_BYTES, 0);
+  const h = decodeSegmentHeader(buf);
+  if (h && h.segNo === segNo) return new Segment(segNo, h.firstId, h.createdMs);
+  const fixed = { segNo, firstId: fallbackFirstId, createdMs: Date.now() };
+  fs.writeSync(fd, encodeSegmentHeader(fixed), 0, SEGMENT_HEADER_BYTES, 0);
+  fs.fdatasyncSync(fd);
+  return new Segment(segNo, fixed.firstId, fixed.createdMs);
+}
+
+function openSealed(dir: string, seg: Segment, fd: number, size: number, report: RecoveryReport): void {
+  const ix = readIndexSync(dir, seg.segNo);
+  if (ix && ix.stride !== 1 && applyIndex(seg, ix, size)) return;
+  const scan = scanSegment(seg, fd, size, SEGMENT_HEADER_BYTES);
+  seg.bytes = seg.writtenBytes = seg.syncedBytes = size;
+  report.scannedBytes += scan.scannedBytes;
+  report.lostRanges.push(...scan.lost);
+  report.rebuiltIndexes++;
+  seg.seal();
+  writeFileAtomicSync(dir, indexName(seg.segNo), encodeIndex(indexOf(seg)));
+}
+
+/** True when the clean path applied. */
+function openActive(dir: string, seg: Segment, fd: number, size: number, m: Manifest | undefined, report: RecoveryReport): boolean {
+  const cp = m?.checkpoint;
+  const matches = cp !== undefined && cp.segNo === seg.segNo;
+  if (m?.clean && matches && cp.offset === size && adoptCleanIndex(dir, seg, fd, size, cp.lastFrameCrc)) return true;
+  const verifyFrom = matches && cp.offset <= size ? cp.offset : SEGMENT_HEADER_BYTES;
+  const scan = scanSegment(seg, fd, size, verifyFrom);
+  report.scannedBytes += scan.scannedBytes;
+  report.lostRanges.push(...scan.lost);
+  if (scan.goodEnd < size) {
+    fs.ftruncateSync(fd, scan.goodEnd);
+    report.truncatedBytes += size - scan.goodEnd;
+  }
+  fs.fdatasyncSync(fd);
+  seg.bytes = seg.writtenBytes = seg.syncedBytes = scan.goodEnd;
+  return false;
+}
+
+function adoptCleanIndex(dir: string, seg: Segment, fd: number, size: number, lastFrameCrc: number): boolean {
+  const ix = readIndexSync(dir, seg.segNo);
+  if (!ix || ix.stride !== 1 || !applyIndex(seg, ix, size)) return resetActive(seg);
+  if (seg.count === 0) return lastFrameCrc === 0 || resetActive(seg);
+  const b = Buffer.alloc(4);
+  fs.readSync(fd, b, 0, 4, seg.lastFrameOffset + 4);
+  return (u32(b, 0) === lastFrameCrc && seg.lastFrameCrc === lastFrameCrc) || resetActive(seg);
+}
+
+/** Undo a partial adoption before falling back to a scan. */
+function resetActive(seg: Segment): false {
+  seg.lastId = seg.firstId - 1;
+  seg.bytes = seg.writtenBytes = seg.syncedBytes = SEGMENT_HEADER_BYTES;
+  seg.minTs = seg.maxTs = seg.lastFrameOffset = seg.lastFrameCrc = 0;
+  seg.dense = new Uint32Array(1024);
+  seg.sparse = undefined;
+  return false;
+}
+
+/** Ids between two segments that no frame holds were lost (a corrupt tail of a sealed segment). */
+function reportGaps(segments: Segment[], report: RecoveryReport): void {
+  for (let i = 1; i < segments.length; i++) {
+    const a = segments[i - 1];
+    const b = segments[i];
+    if (b.firstId > a.lastId + 1 && a.count >= 0) {
+      const fromId = a.lastId + 1;
+      if (!report.lostRanges.some((r) => r.fromId <= fromId && r.toId >= b.firstId - 1)) {
+        report.lostRanges.push({ fromId, toId: b.firstId - 1 });
+      }
+    }
+  }
+}

@@ -1,0 +1,44 @@
+/**
+ * Retention removes whole sealed segments from the head while any limit is exceeded. The manifest moves
+ * its first segment forward before a file is unlinked, so a crash in between only leaves a file that the
+ * next open deletes. The active segment is never removed.
+ */
+import fs from 'node:fs';
+import { indexName, segmentName, type Segment } from './segment.js';
+import type { ManifestWriter } from './manifest.js';
+import { manifestOf } from './recovery.js';
+import type { RetentionLimits } from './types.js';
+
+export function totalBytes(segments: readonly Segment[]): number {
+  let n = 0;
+  for (const s of segments) n += s.bytes;
+  return n;
+}
+
+function exceeded(segments: readonly Segment[], limits: RetentionLimits, nowMs: number): boolean {
+  const head = segments[0];
+  const lastId = segments[segments.length - 1].lastId;
+  if (limits.maxRecords > 0 && lastId - head.firstId + 1 > limits.maxRecords) return true;
+  if (limits.maxBytes > 0 && totalBytes(segments) > limits.maxBytes) return true;
+  return limits.maxAgeMs > 0 && head.maxTs < nowMs - limits.maxAgeMs;
+}
+
+/** Removes head segments of `segments` (mutated in place) while a limit is exceeded. */
+export async function applyRetention(
+  dir: string,
+  segments: Segment[],
+  manifest: ManifestWriter,
+  limits: RetentionLimits,
+  nowMs: number,
+): Promise<number> {
+  let removed = 0;
+  while (segments.length > 1 && segments[0].sealedOnDisk && exceeded(segments, limits, nowMs)) {
+    await manifest.write(() => manifestOf(segments.slice(1)));
+    const head = segments.shift() as Segment;
+    head.file?.release();
+    await fs.promises.rm(`${dir}/${segmentName(head.segNo)}`, { force: true });
+    await fs.promises.rm(`${dir}/${indexName(head.segNo)}`, { force: true });
+    removed++;
+  }
+  return removed;
+}

@@ -1,0 +1,121 @@
+/**
+ * Synchronous frame walks over a segment file, used only at open (recovery, index rebuild). Frames before
+ * `verifyFrom` were fdatasync'ed and are only checked for plausibility (length, type, id order); from
+ * `verifyFrom` on every CRC is verified. A bad frame is skipped by resynchronising on the next valid frame
+ * with a higher id; when none follows, the rest is a torn tail.
+ */
+import fs from 'node:fs';
+import {
+  FRAME_BYTES_MAX,
+  FRAME_HEADER_BYTES,
+  FRAME_INVALID,
+  checkFrame,
+  findNextFrame,
+  frameBytes,
+  frameCrc,
+  frameId,
+  frameTs,
+  frameType,
+  FRAME_SAVE,
+  FRAME_SUPERSEDE,
+} from './frame.js';
+import { SEGMENT_HEADER_BYTES, type Segment } from './segment.js';
+import { MIB } from './constants.js';
+
+const WINDOW_BYTES = 8 * MIB;
+
+class WindowReader {
+  buf = Buffer.alloc(0);
+  base = 0;
+
+  constructor(
+    private readonly fd: number,
+    readonly size: number,
+  ) {}
+
+  /** Makes [off, off+need) available (clipped to the file) and returns the offset of `off` in buf. */
+  load(off: number, need: number): number {
+    const end = Math.min(this.size, off + need);
+    if (off >= this.base && end <= this.base + this.buf.length) return off - this.base;
+    const len = Math.min(this.size - off, Math.max(need, WINDOW_BYTES));
+    if (this.buf.length < len) this.buf = Buffer.allocUnsafe(len);
+    let done = 0;
+    while (done < len) {
+      const n = fs.readSync(this.fd, this.buf, done, len - done, off + done);
+      if (n <= 0) break;
+      done += n;
+    }
+    this.buf = this.buf.subarray(0, done);
+    this.base = off;
+    return 0;
+  }
+
+  get end(): number {
+    return this.buf.length;
+  }
+}
+
+export interface ScanResult {
+  /** End of the last good frame: everything after it is a torn tail. */
+  goodEnd: number;
+  lost: Array<{ fromId: number; toId: number }>;
+  scannedBytes: number;
+}
+
+export function scanSegment(seg: Segment, fd: number, fileSize: number, verifyFrom: number): ScanResult {
+  const win = new WindowReader(fd, fileSize);
+  const lost: ScanResult['lost'] = [];
+  let off = SEGMENT_HEADER_BYTES;
+  while (off < fileSize) {
+    const n = frameAt(win, off, seg.lastId, off < verifyFrom);
+    if (n > 0) {
+      record(seg, win, off, n, lost);
+      off += n;
+      continue;
+    }
+    const next = resync(win, off, seg.lastId + 1);
+    if (next < 0) break;
+    off = next;
+  }
+  return { goodEnd: seg.count > 0 ? seg.bytes : SEGMENT_HEADER_BYTES, lost, scannedBytes: fileSize - SEGMENT_HEADER_BYTES };
+}
+
+/** Length of the frame at off, or <= 0 when it is not a good frame that may follow `prevId`. */
+function frameAt(win: WindowReader, off: number, prevId: number, trusted: boolean): number {
+  let r = win.load(off, FRAME_HEADER_BYTES);
+  if (win.end - r < FRAME_HEADER_BYTES) return FRAME_INVALID;
+  const len = frameBytes(win.buf, r);
+  if (len < FRAME_HEADER_BYTES || len > FRAME_BYTES_MAX) return FRAME_INVALID;
+  r = win.load(off, len);
+  if (r + len > win.end) return FRAME_INVALID;
+  const id = frameId(win.buf, r);
+  const type = frameType(win.buf, r);
+  const inOrder = id === prevId + 1 || (id === prevId && type === FRAME_SUPERSEDE);
+  if (trusted && inOrder && (type === FRAME_SAVE || type === FRAME_SUPERSEDE)) return len;
+  const n = checkFrame(win.buf, r, win.end);
+  return n > 0 && (id > prevId || inOrder) ? n : FRAME_INVALID;
+}
+
+function record(seg: Segment, win: WindowReader, off: number, n: number, lost: ScanResult['lost']): void {
+  const r = off - win.base;
+  const id = frameId(win.buf, r);
+  if (id > seg.lastId + 1) {
+    lost.push({ fromId: seg.lastId + 1, toId: id - 1 });
+    seg.fillLost(seg.lastId + 1, id - 1, off);
+  }
+  seg.setFrame(id, off, n, frameTs(win.buf, r), frameCrc(win.buf, r));
+}
+
+/** Offset of the next valid frame with id >= minId, scanning window by window, or -1. */
+function resync(win: WindowReader, from: number, minId: number): number {
+  let off = from;
+  while (off < win.size) {
+    const r = win.load(off, WINDOW_BYTES);
+    const found = findNextFrame(win.buf, r, win.end, minId);
+    if (found >= 0) return win.base + found;
+    if (win.base + win.end >= win.size) return -1;
+    // A frame may straddle the window end: overlap by one maximal frame.
+    off = Math.max(off + 1, win.base + win.end - FRAME_BYTES_MAX);
+  }
+  return -1;
+}

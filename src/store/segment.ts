@@ -1,0 +1,176 @@
+/**
+ * One segment file `seg-<segNo>.log`: a 32-byte header, then frames. In memory: its id range, its offset
+ * index (dense for the active segment, sparse for sealed ones) and the bytes not yet handed to the kernel,
+ * so reads never wait for a flush.
+ */
+import fs from 'node:fs';
+import { crc32c } from './crc32c.js';
+import { u32, f64 } from './frame.js';
+import { type FileIo, type SegmentFile, readFully } from './file-io.js';
+import { assert, SPARSE_STRIDE } from './constants.js';
+
+export const SEGMENT_HEADER_BYTES = 32;
+const MAGIC = 0x474f4c53; // "SLOG"
+const VERSION = 1;
+const DENSE_INITIAL = 1024;
+
+export function segmentName(segNo: number): string {
+  return `seg-${String(segNo).padStart(10, '0')}.log`;
+}
+
+export function indexName(segNo: number): string {
+  return `seg-${String(segNo).padStart(10, '0')}.idx`;
+}
+
+export function parseSegmentName(name: string): number | undefined {
+  const m = /^seg-(\d{10})\.log$/.exec(name);
+  return m ? Number(m[1]) : undefined;
+}
+
+export interface SegmentHeader {
+  segNo: number;
+  firstId: number;
+  createdMs: number;
+}
+
+export function encodeSegmentHeader(h: SegmentHeader): Buffer {
+  const b = Buffer.alloc(SEGMENT_HEADER_BYTES);
+  b.writeUInt32LE(MAGIC, 0);
+  b.writeUInt16LE(VERSION, 4);
+  b.writeUInt32LE(h.segNo, 8);
+  b.writeDoubleLE(h.firstId, 12);
+  b.writeDoubleLE(h.createdMs, 20);
+  b.writeUInt32LE(crc32c(b, 0, 28), 28);
+  return b;
+}
+
+export function decodeSegmentHeader(b: Buffer): SegmentHeader | undefined {
+  if (b.length < SEGMENT_HEADER_BYTES || u32(b, 0) !== MAGIC || b.readUInt16LE(4) !== VERSION) return undefined;
+  if (crc32c(b, 0, 28) !== u32(b, 28)) return undefined;
+  const h = { segNo: u32(b, 8), firstId: f64(b, 12), createdMs: f64(b, 20) };
+  return Number.isSafeInteger(h.firstId) && h.firstId >= 1 ? h : undefined;
+}
+
+export function createSegmentFileSync(dir: string, h: SegmentHeader): number {
+  const fd = fs.openSync(`${dir}/${segmentName(h.segNo)}`, 'w+');
+  fs.writeSync(fd, encodeSegmentHeader(h), 0, SEGMENT_HEADER_BYTES, 0);
+  fs.fdatasyncSync(fd);
+  return fd;
+}
+
+/** A run of bytes [base, base+len) of a segment that is not in the kernel yet. */
+export interface MemChunk {
+  base: number;
+  buf: Buffer;
+  len: number;
+  /** Log sequence number (global byte count) at the end of the chunk: drives durable(). */
+  endLsn: number;
+}
+
+export class Segment {
+  lastId: number;
+  /** Logical size, including bytes still in memory. */
+  bytes = SEGMENT_HEADER_BYTES;
+  writtenBytes = SEGMENT_HEADER_BYTES;
+  syncedBytes = SEGMENT_HEADER_BYTES;
+  minTs = 0;
+  maxTs = 0;
+  lastFrameOffset = 0;
+  lastFrameCrc = 0;
+  file: SegmentFile | undefined;
+  /** Its data was fdatasync'ed and its index file written: retention may remove it. */
+  sealedOnDisk = false;
+  /** Active segment: offset of the newest frame of id firstId+i; entries past the end are unused. */
+  dense: Uint32Array | undefined = new Uint32Array(DENSE_INITIAL);
+  /** Sealed segment: offset of a frame of id firstId+64k at or before all its later versions. */
+  sparse: Uint32Array | undefined;
+  readonly mem: MemChunk[] = [];
+
+  constructor(
+    readonly segNo: number,
+    readonly firstId: number,
+    readonly createdMs: number,
+  ) {
+    this.lastId = firstId - 1;
+  }
+
+  get count(): number {
+    return this.lastId - this.firstId + 1;
+  }
+
+  /** Records the newest frame of `id` (== lastId or lastId + 1). */
+  setFrame(id: number, off: number, frameBytes: number, ts: number, crc: number): void {
+    const i = id - this.firstId;
+    let d = this.dense as Uint32Array;
+    if (i >= d.length) {
+      const grown = new Uint32Array(d.length * 2);
+      grown.set(d);
+      this.dense = d = grown;
+    }
+    d[i] = off;
+    if (this.count === 0) this.minTs = ts;
+    this.maxTs = Math.max(this.maxTs, ts);
+    this.lastId = id;
+    this.lastFrameOffset = off;
+    this.lastFrameCrc = crc;
+    this.bytes = Math.max(this.bytes, off + frameBytes);
+  }
+
+  seal(): void {
+    const d = this.dense as Uint32Array;
+    const groups = Math.ceil(this.count / SPARSE_STRIDE);
+    const s = new Uint32Array(groups);
+    for (let k = 0; k < groups; k++) s[k] = d[k * SPARSE_STRIDE];
+    this.sparse = s;
+    this.dense = undefined;
+  }
+
+  /** Byte range holding every frame of ids [a, b] (plus maybe neighbours), a..b inside this segment. */
+  byteRange(a: number, b: number): [number, number] {
+    assert(a >= this.firstId && b <= this.lastId && a <= b, 'byteRange inside the segment');
+    if (this.dense) {
+      const end = b < this.lastId ? this.dense[b + 1 - this.firstId] : this.bytes;
+      return [this.dense[a - this.firstId], end];
+    }
+    const s = this.sparse as Uint32Array;
+    const endGroup = Math.floor((b - this.firstId) / SPARSE_STRIDE) + 1;
+    return [s[Math.floor((a - this.firstId) / SPARSE_STRIDE)], endGroup < s.length ? s[endGroup] : this.bytes];
+  }
+
+  /** Bytes [start, end): memory part copied synchronously, file part read from the kernel afterwards. */
+  async readBytes(io: FileIo, start: number, end: number): Promise<Buffer> {
+    const out = Buffer.allocUnsafe(end - start);
+    const fileEnd = Math.min(end, this.writtenBytes);
+    for (const c of this.mem) {
+      const from = Math.max(start, fileEnd, c.base);
+      const to = Math.min(end, c.base + c.len);
+      if (from < to) c.buf.copy(out, from - start, from - c.base, to - c.base);
+    }
+    if (fileEnd <= start) return out;
+    const file = this.file;
+    assert(file, 'segment file open for bytes below writtenBytes');
+    file.retain();
+    try {
+      await readFully(io, file.fd, out, 0, fileEnd - start, start);
+    } finally {
+      file.release();
+    }
+    return out;
+  }
+
+  /** Fills dense entries for ids lost to corruption with the next frame's offset. */
+  fillLost(fromId: number, toId: number, off: number): void {
+    for (let id = fromId; id <= toId; id++) this.setDenseOnly(id, off);
+  }
+
+  private setDenseOnly(id: number, off: number): void {
+    const i = id - this.firstId;
+    let d = this.dense as Uint32Array;
+    while (i >= d.length) {
+      const grown = new Uint32Array(d.length * 2);
+      grown.set(d);
+      this.dense = d = grown;
+    }
+    d[i] = off;
+  }
+}

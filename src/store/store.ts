@@ -1,0 +1,130 @@
+/**
+ * The store: a root directory with one sub-directory per model. Opening the store only prepares the root
+ * and finishes interrupted clears and drops (leftover `.trash-*` directories); models open on demand.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { ModelLog } from './model-log.js';
+import { type FileIo, fsyncDir, nodeFileIo } from './file-io.js';
+import {
+  MODEL_FIELDS_MAX,
+  READ_ONLY_RETRY_MS_DEFAULT,
+  validateModelId,
+  validateRetention,
+  validateStoreOptions,
+} from './constants.js';
+import type { ModelSpec, StoreOptions } from './types.js';
+import { InvalidArgumentError } from '../errors.js';
+
+export interface StoreHooks {
+  /** The file layer of the write path; tests wrap it to inject ENOSPC/EIO or count fdatasync calls. */
+  fileIo?: FileIo;
+  /** How often a read-only model retries its pending writes (default 1000 ms). */
+  readOnlyRetryMs?: number;
+}
+
+const TRASH_PREFIX = '.trash-';
+
+export class Store {
+  private readonly models = new Map<string, ModelLog>();
+  private trashSeq = 0;
+  private closed = false;
+
+  private constructor(
+    readonly options: StoreOptions,
+    private readonly io: FileIo,
+    private readonly readOnlyRetryMs: number,
+  ) {}
+
+  static async open(options: StoreOptions, hooks: StoreHooks = {}): Promise<Store> {
+    validateStoreOptions(options);
+    const opts: StoreOptions = { ...options, retention: { ...options.retention } };
+    await fs.promises.mkdir(opts.rootDir, { recursive: true });
+    for (const name of await fs.promises.readdir(opts.rootDir)) {
+      if (name.startsWith(TRASH_PREFIX)) await fs.promises.rm(path.join(opts.rootDir, name), { recursive: true, force: true });
+    }
+    return new Store(opts, hooks.fileIo ?? nodeFileIo, hooks.readOnlyRetryMs ?? READ_ONLY_RETRY_MS_DEFAULT);
+  }
+
+  /** Creates or recovers the model's log; returns the open one when called again with the same fields. */
+  async openModel(modelId: string, spec: ModelSpec): Promise<ModelLog> {
+    validateModelId(modelId);
+    validateFields(spec.fields);
+    if (spec.retention) validateRetention(spec.retention);
+    if (this.closed) throw new InvalidArgumentError('store is closed');
+    const open = this.models.get(modelId);
+    if (open) {
+      if (open.fields.join('\u0000') !== spec.fields.join('\u0000')) {
+        throw new InvalidArgumentError(`model ${modelId} is open with other fields; drop it first`);
+      }
+      return open;
+    }
+    const log = ModelLog.open({
+      dir: path.join(this.options.rootDir, modelId),
+      modelId,
+      fields: spec.fields,
+      options: this.options,
+      retention: { ...(spec.retention ?? this.options.retention) },
+      io: this.io,
+      readOnlyRetryMs: this.readOnlyRetryMs,
+      trashDir: () => this.trashPath(modelId),
+    });
+    this.models.set(modelId, log);
+    return log;
+  }
+
+  model(modelId: string): ModelLog | undefined {
+    return this.models.get(modelId);
+  }
+
+  /** Closes the model and deletes its directory: rename to trash first, so a crash never leaves half a model. */
+  async dropModel(modelId: string): Promise<void> {
+    validateModelId(modelId);
+    const log = this.models.get(modelId);
+    this.models.delete(modelId);
+    if (log) await log.abandon();
+    const dir = path.join(this.options.rootDir, modelId);
+    const trash = this.trashPath(modelId);
+    try {
+      await fs.promises.rename(dir, trash);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return;
+      throw e;
+    }
+    await fsyncDir(this.options.rootDir);
+    await fs.promises.rm(trash, { recursive: true, force: true });
+  }
+
+  /** Flushes, fdatasyncs and marks every model clean. */
+  async close(): Promise<void> {
+    this.closed = true;
+    const logs = [...this.models.values()];
+    this.models.clear();
+    await Promise.all(logs.map((l) => l.close()));
+  }
+
+  /** Test support: drops every model like a kill -9 (no flush, no clean flag). */
+  async abandon(): Promise<void> {
+    this.closed = true;
+    const logs = [...this.models.values()];
+    this.models.clear();
+    await Promise.all(logs.map((l) => l.abandon()));
+  }
+
+  private trashPath(modelId: string): string {
+    return path.join(this.options.rootDir, `${TRASH_PREFIX}${modelId}-${Date.now()}-${this.trashSeq++}`);
+  }
+}
+
+function validateFields(fields: readonly string[]): void {
+  if (!Array.isArray(fields) || fields.length > MODEL_FIELDS_MAX) {
+    throw new InvalidArgumentError(`fields must be an array of at most ${MODEL_FIELDS_MAX} names`);
+  }
+  const seen = new Set<string>();
+  for (const f of fields) {
+    if (typeof f !== 'string' || f.length === 0 || f === 'id' || f === 'create_at' || seen.has(f)) {
+      throw new InvalidArgumentError(`field ${JSON.stringify(f)} is empty, reserved (id, create_at) or repeated`);
+    }
+    seen.add(f);
+  }
+}

@@ -1,0 +1,137 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { FaultyIo, allIds, openModel, openStore, range, rec, removeTmpDirs, sleep, tmpDir } from './helpers.js';
+import { StoreReadOnlyError } from '../../src/errors.js';
+
+afterEach(removeTmpDirs);
+
+describe('durability modes', () => {
+  it('always: concurrent writers share fdatasyncs (group commit)', async () => {
+    const io = new FaultyIo();
+    const store = await openStore(tmpDir(), { durability: 'always' }, { fileIo: io });
+    const log = await openModel(store);
+    const writers = 64;
+    const rounds = 20;
+    await Promise.all(
+      Array.from({ length: writers }, async (_, w) => {
+        for (let r = 0; r < rounds; r++) {
+          const id = log.save(rec(w * 1000 + r));
+          await log.durable(id);
+          expect(log.stats().pendingSyncBytes).toBeGreaterThanOrEqual(0);
+        }
+      }),
+    );
+    expect(log.stats().total).toBe(writers * rounds);
+    expect(io.syncs).toBeGreaterThan(0);
+    expect(io.syncs).toBeLessThan((writers * rounds) / 8);
+    expect(log.stats().pendingSyncBytes).toBe(0);
+    await store.close();
+  });
+
+  it('always: durable() resolves only after an fdatasync that covers the write', async () => {
+    const io = new FaultyIo();
+    const store = await openStore(tmpDir(), { durability: 'always' }, { fileIo: io });
+    const log = await openModel(store);
+    log.save(rec(1));
+    const before = io.syncs;
+    await log.durable();
+    expect(io.syncs).toBeGreaterThan(before);
+    await store.close();
+  });
+
+  it('interval: an fdatasync every syncIntervalMs, not per write', async () => {
+    const io = new FaultyIo();
+    const store = await openStore(tmpDir(), { durability: 'interval', syncIntervalMs: 50 }, { fileIo: io });
+    const log = await openModel(store);
+    const t0 = Date.now();
+    for (let i = 1; i <= 1000; i++) log.save(rec(i));
+    expect(log.stats().pendingSyncBytes).toBeGreaterThan(0);
+    await log.durable(1000);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(40);
+    expect(io.syncs).toBe(1);
+    expect(log.stats().pendingSyncBytes).toBe(0);
+    await store.close();
+  });
+
+  it('none: durable means handed to the kernel, no fdatasync on the write path', async () => {
+    const io = new FaultyIo();
+    const dir = tmpDir();
+    const store = await openStore(dir, { durability: 'none' }, { fileIo: io });
+    const log = await openModel(store);
+    for (let i = 1; i <= 100; i++) log.save(rec(i));
+    await log.durable();
+    expect(io.syncs).toBe(0);
+    expect(io.writes).toBeGreaterThan(0);
+    await store.abandon(); // like kill -9: what reached the kernel survives
+    const log2 = await openModel(await openStore(dir));
+    expect(await allIds(log2)).toEqual(range(1, 100));
+  });
+});
+
+describe('disk full and I/O errors', () => {
+  it('ENOSPC turns the model read-only, reads keep working, writes resume when space is back', async () => {
+    const io = new FaultyIo();
+    const dir = tmpDir();
+    const store = await openStore(dir, { durability: 'always', segmentBytesMax: 2000 }, { fileIo: io, readOnlyRetryMs: 20 });
+    const log = await openModel(store);
+    for (let i = 1; i <= 50; i++) log.save(rec(i));
+    await log.durable();
+    io.failWrites = 'ENOSPC';
+    io.partialBytes = 37; // a torn write: part of a frame reaches the disk
+    const accepted: number[] = [];
+    for (let i = 51; i <= 80; i++) accepted.push(log.save(rec(i)));
+    const pending = log.durable(80);
+    let settled = false;
+    void pending.then(() => (settled = true));
+    await sleep(60);
+    expect(log.state).toBe('read-only');
+    expect(log.stats().lastError).toMatch(/disk full \(ENOSPC\)/);
+    expect(() => log.save(rec(999))).toThrow(StoreReadOnlyError);
+    expect(() => log.updateLast({ hum: 1 })).toThrow(/disk full/);
+    expect(settled).toBe(false);
+    // Accepted records stay readable from memory.
+    expect(await allIds(log)).toEqual(range(1, 80));
+    expect(log.latest()?.id).toBe(80);
+    io.failWrites = undefined;
+    await pending;
+    expect(log.state).toBe('ok');
+    expect(log.save(rec(81))).toBe(81);
+    await log.durable();
+    await store.close();
+    const log2 = await openModel(await openStore(dir, { segmentBytesMax: 2000 }));
+    expect(log2.recovery.clean).toBe(true);
+    expect(await allIds(log2)).toEqual(range(1, 81));
+    const page = await log2.page({ current: 1, size: 81, order: 'asc' });
+    expect(page.records.map((r) => r.seq)).toEqual([...range(1, 80), 81]);
+  });
+
+  it('a failed fdatasync goes read-only and rewrites the unsynced bytes before retrying', async () => {
+    const io = new FaultyIo();
+    const dir = tmpDir();
+    const store = await openStore(dir, { durability: 'always' }, { fileIo: io, readOnlyRetryMs: 20 });
+    const log = await openModel(store);
+    log.save(rec(1));
+    await log.durable();
+    io.failSyncs = 'EIO';
+    log.save(rec(2));
+    const p = log.durable();
+    await sleep(50);
+    expect(log.state).toBe('read-only');
+    expect(log.stats().lastError).toMatch(/EIO/);
+    io.failSyncs = undefined;
+    await p;
+    expect(log.state).toBe('ok');
+    await store.close();
+    expect(await allIds(await openModel(await openStore(dir)))).toEqual([1, 2]);
+  });
+
+  it('refuses writes beyond the write-queue limit instead of growing without bound', async () => {
+    const io = new FaultyIo();
+    const store = await openStore(tmpDir(), { durability: 'none' }, { fileIo: io });
+    const log = await openModel(store);
+    const big = { status: 'x'.repeat(512 * 1024) };
+    expect(() => {
+      for (let i = 0; i < 200; i++) log.save(big);
+    }).toThrow(/write queue/);
+    await store.close();
+  });
+});
