@@ -1,0 +1,216 @@
+#!/usr/bin/env node
+/**
+ * edge-datacenter [serve] [--config FILE]
+ * edge-datacenter export --model UUID [--format csv|jsonl] [--out FILE] [--from ID] [--to ID] [--config FILE]
+ * edge-datacenter config --print-defaults
+ */
+import { createWriteStream, type WriteStream } from 'node:fs';
+import { once } from 'node:events';
+import { parseArgs } from 'node:util';
+import cliProgress from 'cli-progress';
+import { pino, type Logger } from 'pino';
+import { defaultConfigText, loadConfig, type LoadedConfig } from './config/index.js';
+import { EdgeError } from './errors.js';
+import { exportChunks, exportFormat } from './http/export.js';
+import { ListenError } from './http/server.js';
+import { openData, registryApi, startService, type RunningService } from './server.js';
+
+const USAGE = `Usage:
+  edge-datacenter [serve] [--config FILE]
+      Run the service (the default command). Without --config the built-in defaults apply and
+      ./data is used; the first start generates the query secret and admin token there.
+  edge-datacenter export --model UUID [--format csv|jsonl] [--out FILE] [--from ID] [--to ID] [--config FILE]
+      Write a model's records in id order to FILE (default: standard output), reading the store
+      directly. Stop the service first, or use GET /api/v1/datacenter/exportData while it runs.
+  edge-datacenter config --print-defaults
+      Print the commented default configuration file.
+  edge-datacenter --help | --version
+`;
+
+class UsageError extends Error {}
+
+function parse(argv: string[]) {
+  return parseArgs({
+    args: argv,
+    allowPositionals: true,
+    strict: true,
+    options: {
+      config: { type: 'string', short: 'c' },
+      model: { type: 'string', short: 'm' },
+      format: { type: 'string', short: 'f' },
+      out: { type: 'string', short: 'o' },
+      from: { type: 'string' },
+      to: { type: 'string' },
+      'print-defaults': { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+      version: { type: 'boolean', short: 'v' },
+    },
+  });
+}
+
+type Parsed = ReturnType<typeof parse>;
+
+function idOption(parsed: Parsed, name: 'from' | 'to'): number | undefined {
+  const raw = parsed.values[name];
+  if (raw === undefined) return undefined;
+  if (!/^[0-9]{1,16}$/.test(raw) || !Number.isSafeInteger(Number(raw)) || Number(raw) < 1) {
+    throw new UsageError(`--${name} must be a record id (an integer >= 1), got ${JSON.stringify(raw)}`);
+  }
+  return Number(raw);
+}
+
+async function load(file: string | undefined): Promise<{ loaded: LoadedConfig; notes: string[] }> {
+  const notes: string[] = [];
+  const loaded = await loadConfig({ file, log: (msg) => notes.push(msg) });
+  return { loaded, notes };
+}
+
+async function serve(parsed: Parsed): Promise<void> {
+  // Signal handlers first: a SIGTERM that arrives while the service starts (or right after the
+  // address is printed) must still end in a clean shutdown, never in the default kill.
+  let service: RunningService | undefined;
+  let stopRequested: string | undefined;
+  let stopping = false;
+  let logger: Logger | undefined;
+  const shutdown = (signal: string): void => {
+    if (service === undefined) {
+      stopRequested = signal;
+      return;
+    }
+    if (stopping) {
+      logger?.warn({ signal }, 'second signal: exiting without a clean shutdown');
+      process.exit(1);
+    }
+    stopping = true;
+    logger?.info({ signal }, 'stopping: flushing and closing the store');
+    service.stop().then(
+      () => {
+        logger?.info('stopped cleanly');
+        logger?.flush();
+        process.exit(0);
+      },
+      (err: unknown) => {
+        logger?.error({ err }, 'shutdown failed');
+        logger?.flush();
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+
+  const { loaded, notes } = await load(parsed.values.config);
+  const { config } = loaded;
+  logger = pino({ level: config.main.logLevel, base: { service: 'edge-datacenter' } });
+  for (const warning of loaded.warnings) logger.warn(warning);
+  if (loaded.firstStart) {
+    const note = notes.find((n) => n.startsWith('generated')) ?? 'generated credentials';
+    process.stdout.write(`First start: ${note}. Read them there; they are not printed again.\n`);
+    logger.info({ dataDir: config.main.dataDir }, note);
+  }
+  service = await startService(config, logger);
+  const host = config.http.host.includes(':') ? `[${config.http.host}]` : config.http.host;
+  process.stdout.write(`edge-datacenter listening on http://${host}:${service.port}\n`);
+  logger.info({ host: service.host, port: service.port }, 'listening');
+  if (stopRequested !== undefined) shutdown(stopRequested);
+}
+
+async function writeChunk(out: WriteStream | NodeJS.WriteStream, chunk: string): Promise<void> {
+  if (!out.write(chunk)) await once(out, 'drain');
+}
+
+async function exportCommand(parsed: Parsed): Promise<void> {
+  const uuid = parsed.values.model;
+  if (uuid === undefined || uuid.length === 0) throw new UsageError('export needs --model UUID');
+  const format = exportFormat(parsed.values.format);
+  const fromId = idOption(parsed, 'from');
+  const toId = idOption(parsed, 'to');
+  const { loaded } = await load(parsed.values.config);
+  const { store, registry } = await openData(loaded.config);
+  try {
+    const api = registryApi(registry);
+    const model = api.get(uuid);
+    const log = api.log(uuid);
+    const stats = log.stats();
+    const first = Math.max(fromId ?? stats.firstId, stats.firstId);
+    const last = Math.min(toId ?? stats.lastId, stats.lastId);
+    const total = stats.total === 0 || last < first ? 0 : last - first + 1;
+    const bar = new cliProgress.SingleBar(
+      { stream: process.stderr, format: 'export [{bar}] {percentage}% | {value}/{total} records | {duration_formatted}' },
+      cliProgress.Presets.shades_classic,
+    );
+    const toFile = parsed.values.out !== undefined;
+    const out = toFile ? createWriteStream(parsed.values.out as string) : process.stdout;
+    if (toFile) await once(out, 'open');
+    bar.start(total, 0);
+    let written = 0;
+    try {
+      for await (const chunk of exportChunks({ model, log, fromId, toId }, format, (n) => {
+        written += n;
+        bar.update(Math.min(written, Math.max(total, written)));
+      })) {
+        await writeChunk(out, chunk);
+      }
+    } finally {
+      bar.stop();
+    }
+    if (toFile) {
+      const file = out as WriteStream;
+      file.end();
+      await once(file, 'close');
+      process.stderr.write(`exported ${written} records of ${model.uuid} to ${parsed.values.out}\n`);
+    }
+  } finally {
+    await store.close();
+  }
+}
+
+async function main(argv: string[]): Promise<number> {
+  let parsed: Parsed;
+  try {
+    parsed = parse(argv);
+  } catch (err) {
+    process.stderr.write(`${(err as Error).message}\n\n${USAGE}`);
+    return 2;
+  }
+  if (parsed.values.help) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  if (parsed.values.version) {
+    process.stdout.write('edge-datacenter 0.1.0\n');
+    return 0;
+  }
+  const [command = 'serve', ...rest] = parsed.positionals;
+  try {
+    if (rest.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(rest[0])}`);
+    switch (command) {
+      case 'serve':
+        await serve(parsed);
+        return -1; // keeps running; the signal handlers exit
+      case 'export':
+        await exportCommand(parsed);
+        return 0;
+      case 'config':
+        if (!parsed.values['print-defaults']) throw new UsageError('config needs --print-defaults');
+        process.stdout.write(defaultConfigText());
+        return 0;
+      default:
+        throw new UsageError(`unknown command ${JSON.stringify(command)}`);
+    }
+  } catch (err) {
+    if (err instanceof UsageError) {
+      process.stderr.write(`${err.message}\n\n${USAGE}`);
+      return 2;
+    }
+    if (err instanceof EdgeError || err instanceof ListenError) {
+      process.stderr.write(`edge-datacenter: ${err.message}\n`);
+      return 1;
+    }
+    process.stderr.write(`edge-datacenter: unexpected error: ${(err as Error)?.stack ?? String(err)}\n`);
+    return 1;
+  }
+}
+
+const code = await main(process.argv.slice(2));
+if (code >= 0) process.exitCode = code;

@@ -1,0 +1,65 @@
+/**
+ * Secrets and tokens, compared in constant time: both sides are hashed with SHA-256 (equal lengths, and
+ * the length of a secret does not leak) and compared with timingSafeEqual against every configured value,
+ * without an early exit.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { AuthError } from '../errors.js';
+import type { RequestCtx } from './route.js';
+
+function digest(text: string): Buffer {
+  return createHash('sha256').update(text, 'utf8').digest();
+}
+
+export class SecretSet {
+  private readonly digests: Buffer[];
+
+  /** Empty strings are dropped: an empty value never disables the check. */
+  constructor(values: readonly string[]) {
+    this.digests = values.filter((v) => v.length > 0).map(digest);
+  }
+
+  matches(candidate: string | undefined): boolean {
+    const probe = digest(candidate ?? '');
+    let ok = false;
+    for (const known of this.digests) {
+      if (timingSafeEqual(probe, known)) ok = true;
+    }
+    return ok && candidate !== undefined && candidate.length > 0;
+  }
+}
+
+/** The bearer credential of an `Authorization: Bearer <token>` header (scheme case-insensitive). */
+export function bearerToken(ctx: RequestCtx): string | undefined {
+  const header = ctx.header('authorization');
+  if (header === undefined) return undefined;
+  const match = /^\s*bearer\s+(\S+)\s*$/i.exec(header);
+  return match === null ? undefined : match[1];
+}
+
+/**
+ * The query-endpoint secret: `secrets` (the specification's name), else `secret` (RHILEX's), else the
+ * header `X-Api-Secret`. The first one present is the one checked.
+ */
+export function requestSecret(ctx: RequestCtx): string | undefined {
+  const query = ctx.query;
+  const fromQuery = query.get('secrets')?.[0] ?? query.get('secret')?.[0];
+  if (fromQuery !== undefined && fromQuery.length > 0) return fromQuery;
+  return ctx.header('x-api-secret');
+}
+
+export function checkSecret(secrets: SecretSet, ctx: RequestCtx): void {
+  const given = requestSecret(ctx);
+  if (given === undefined) {
+    throw new AuthError("missing secret: give the query parameter 'secrets' (or 'secret', or the header X-Api-Secret)");
+  }
+  if (!secrets.matches(given)) throw new AuthError('wrong secret');
+}
+
+export function adminGuard(tokens: SecretSet): (ctx: RequestCtx) => void {
+  return (ctx) => {
+    const token = bearerToken(ctx);
+    if (token === undefined) throw new AuthError('missing admin token: send the header Authorization: Bearer <admin_token>');
+    if (!tokens.matches(token)) throw new AuthError('wrong admin token');
+  };
+}

@@ -1,0 +1,89 @@
+/**
+ * RHILEX's `datacenter/*` management endpoints (rhilex.md 2.3, contract sections 6 and 7), all behind
+ * the admin token: model list and layout, export, clear, and the data secret.
+ */
+import type { Config } from '../config/types.js';
+import type { Attribute } from '../models/types.js';
+import type { RegistryApi } from './deps.js';
+import { contentDisposition, exportChunks, exportContentType, exportFormat, pumpToSink } from './export.js';
+import { modelView } from './format.js';
+import { integer, one, required } from './params.js';
+import { StreamReply, type RequestCtx, type Router } from './route.js';
+import { InvalidArgumentError } from '../errors.js';
+
+type Guard = (ctx: RequestCtx) => void;
+
+const ZERO_RULE = { defaultValue: null, min: 0, max: 0, trueLabel: '', falseLabel: '', round: 0 };
+
+/** rhilex.md 2.3: two synthetic heads, then the attributes in model order. */
+export function ddlDetail(attributes: readonly Attribute[]): Array<Record<string, unknown>> {
+  return [
+    { id: 101, name: 'id', label: 'id', type: 'INTEGER', uuid: '101', unit: '', rule: ZERO_RULE },
+    { id: 100, name: 'create_at', label: 'create_at', type: 'STRING', uuid: '100', unit: '', rule: ZERO_RULE },
+    ...attributes.map((a, index) => ({
+      id: index + 1,
+      name: a.name,
+      label: a.label,
+      type: a.type,
+      uuid: a.uuid,
+      unit: a.unit,
+      rw: a.rw,
+      description: a.description,
+      rule: a.rule,
+    })),
+  ];
+}
+
+export function addDatacenterRoutes(router: Router, registry: RegistryApi, config: Config, guard: Guard): void {
+  const base = '/api/v1/datacenter';
+
+  router.add({ method: 'GET', path: `${base}/listSchemaDDL`, guard, handler: () => registry.list().map(modelView) });
+
+  router.add({
+    method: 'GET',
+    path: `${base}/schemaDDLDetail`,
+    guard,
+    handler: (ctx) => ddlDetail(registry.get(required(ctx.query, 'uuid')).attributes),
+  });
+
+  router.add({
+    method: 'GET',
+    path: `${base}/exportData`,
+    guard,
+    handler: async (ctx) => {
+      const query = ctx.query;
+      const uuid = required(query, 'uuid');
+      const format = exportFormat(one(query, 'format'));
+      const fromId = integer(query, 'from', 1, Number.MAX_SAFE_INTEGER);
+      const toId = integer(query, 'to', 1, Number.MAX_SAFE_INTEGER);
+      if (fromId !== undefined && toId !== undefined && fromId > toId) {
+        throw new InvalidArgumentError(`parameter 'from' (${fromId}) must not be greater than 'to' (${toId})`);
+      }
+      const model = registry.get(uuid);
+      const log = registry.log(uuid);
+      const headers = {
+        'Content-Type': exportContentType(format),
+        'Content-Disposition': contentDisposition(model, format, Date.now()),
+      };
+      return new StreamReply(headers, (sink) => pumpToSink(exportChunks({ model, log, fromId, toId }, format), sink));
+    },
+  });
+
+  router.add({
+    method: 'DELETE',
+    path: `${base}/clearSchemaData`,
+    guard,
+    handler: async (ctx) => {
+      const uuid = required(ctx.query, 'uuid');
+      await registry.log(uuid).clear();
+      return [];
+    },
+  });
+
+  router.add({
+    method: 'GET',
+    path: `${base}/secret`,
+    guard,
+    handler: () => ({ secret: config.main.secrets[0] ?? '' }),
+  });
+}

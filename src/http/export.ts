@@ -1,0 +1,128 @@
+/**
+ * CSV and JSONL writers for a model's records, shared by `GET /api/v1/datacenter/exportData` and the
+ * `export` CLI command. Records come from `log.iterate()` in id order and leave as ~64 KiB text chunks,
+ * so a model is never held in memory whole; the consumer applies backpressure between chunks.
+ */
+import { InvalidArgumentError } from '../errors.js';
+import type { DataModel } from '../models/types.js';
+import type { ExportRange, RecordView } from '../store/types.js';
+import { compactStamp, isoSeconds } from './format.js';
+import { quote } from './params.js';
+
+export const EXPORT_FORMATS = ['csv', 'jsonl'] as const;
+export type ExportFormat = (typeof EXPORT_FORMATS)[number];
+
+const CHUNK_CHARS = 64 * 1024;
+
+export function exportFormat(raw: string | undefined): ExportFormat {
+  const value = (raw ?? 'csv').trim().toLowerCase();
+  if (value === '' || value === 'csv') return 'csv';
+  if (value === 'jsonl' || value === 'ndjson') return 'jsonl';
+  if (value === 'xlsx') throw new InvalidArgumentError("format 'xlsx' is not supported: use csv (opens in Excel) or jsonl");
+  throw new InvalidArgumentError(`parameter 'format' must be csv or jsonl, got ${quote(raw ?? '')}`);
+}
+
+export function exportContentType(format: ExportFormat): string {
+  return format === 'csv' ? 'text/csv; charset=utf-8' : 'application/x-ndjson; charset=utf-8';
+}
+
+/** `<name>-<YYYYMMDD-HHMMSS>.<ext>`: the name cut to safe ASCII, else the uuid. */
+export function exportFileName(model: Pick<DataModel, 'uuid' | 'name'>, format: ExportFormat, nowMs: number): string {
+  const safe = model.name
+    .normalize('NFKD')
+    .replace(/[^A-Za-z0-9._-]+/g, '_')
+    .replace(/^[._]+|[._]+$/g, '')
+    .slice(0, 64);
+  const base = /[A-Za-z0-9]/.test(safe) ? safe : model.uuid;
+  return `${base}-${compactStamp(nowMs)}.${format}`;
+}
+
+/** The header value, with an RFC 5987 `filename*` carrying the model's own (UTF-8) name too. */
+export function contentDisposition(model: Pick<DataModel, 'uuid' | 'name'>, format: ExportFormat, nowMs: number): string {
+  const ascii = exportFileName(model, format, nowMs);
+  const name = model.name.replace(/[\u0000-\u001f\u007f/\\"]+/g, '_').trim().slice(0, 64);
+  const plain = `attachment; filename="${ascii}"`;
+  if (name.length === 0 || ascii.startsWith(`${name}-`)) return plain;
+  const utf8 = encodeURIComponent(`${name}-${compactStamp(nowMs)}.${format}`).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  return `${plain}; filename*=UTF-8''${utf8}`;
+}
+
+/** RFC 4180: quote a field holding a comma, quote, CR or LF (or edge spaces); double the quotes. */
+export function csvField(value: unknown): string {
+  if (value === undefined || value === null) return '';
+  const text = typeof value === 'string' ? value : typeof value === 'object' ? JSON.stringify(value) : String(value);
+  if (/[",\r\n]/.test(text) || /^\s|\s$/.test(text)) return `"${text.replace(/"/g, '""')}"`;
+  return text;
+}
+
+export interface ExportSource {
+  model: DataModel;
+  log: { iterate(range?: ExportRange): AsyncIterableIterator<RecordView> };
+  fromId?: number;
+  toId?: number;
+}
+
+/**
+ * The export as text chunks. `onRecords(n)` reports progress after each chunk.
+ * CSV: UTF-8 BOM, header `id,create_at,<attributes>`, CRLF line ends. JSONL: one JSON object per line.
+ * `create_at` is `YYYY-MM-DDTHH:MM:SSZ` (UTC) in both.
+ */
+export async function* exportChunks(
+  source: ExportSource,
+  format: ExportFormat,
+  onRecords?: (count: number) => void,
+): AsyncGenerator<string, void, undefined> {
+  const fields = ['id', 'create_at', ...source.model.attributes.map((a) => a.name)];
+  let chunk = format === 'csv' ? `\ufeff${fields.map(csvField).join(',')}\r\n` : '';
+  let pending = 0;
+  const iterator = source.log.iterate({ fromId: source.fromId, toId: source.toId });
+  try {
+    for await (const record of iterator) {
+      if (format === 'csv') {
+        let line = '';
+        for (let i = 0; i < fields.length; i++) {
+          const key = fields[i];
+          const value = record[key];
+          if (i > 0) line += ',';
+          line += key === 'create_at' && typeof value === 'number' ? isoSeconds(value) : csvField(value);
+        }
+        chunk += `${line}\r\n`;
+      } else {
+        const out: Record<string, unknown> = {};
+        for (const key of fields) {
+          const value = record[key];
+          out[key] = key === 'create_at' && typeof value === 'number' ? isoSeconds(value) : value;
+        }
+        chunk += `${JSON.stringify(out)}\n`;
+      }
+      pending++;
+      if (chunk.length >= CHUNK_CHARS) {
+        yield chunk;
+        onRecords?.(pending);
+        chunk = '';
+        pending = 0;
+      }
+    }
+  } finally {
+    // Stops the store's reader when the consumer gives up early (client gone).
+    await iterator.return?.();
+  }
+  if (chunk.length > 0) yield chunk;
+  if (pending > 0) onRecords?.(pending);
+}
+
+/** Writes chunks to a uWS stream sink, waiting for drain whenever the socket is full. */
+export async function pumpToSink(
+  chunks: AsyncGenerator<string, void, undefined>,
+  sink: { write(chunk: string): boolean; drain(): Promise<void>; readonly aborted: boolean },
+): Promise<void> {
+  try {
+    for await (const chunk of chunks) {
+      if (sink.aborted) return;
+      if (!sink.write(chunk)) await sink.drain();
+      if (sink.aborted) return;
+    }
+  } finally {
+    await chunks.return(undefined);
+  }
+}

@@ -1,0 +1,426 @@
+/**
+ * The one place that talks to uWS request/response objects. It owns the uWS crash traps
+ * (ecosystem.md 2.3): everything is read from `req` synchronously before any handler runs, `onAborted`
+ * is attached before anything asynchronous, every write goes through `cork` with `writeStatus` first,
+ * streamed bodies respect backpressure, and nothing touches `res` after an abort or after it ended.
+ * Handlers return plain data (wrapped in the success envelope), a RawReply or a StreamReply, or throw;
+ * any EdgeError becomes `{code: status, msg: message, data: null}` with that HTTP status, anything else
+ * a logged 500 `internal error`.
+ */
+import type { Logger } from 'pino';
+import { EdgeError, InvalidArgumentError, MethodNotAllowedError, NotFoundError, PayloadTooLargeError } from '../errors.js';
+import { parseQueryString, type QueryParams } from './params.js';
+import type { HttpRequest, HttpResponse, TemplatedApp } from './uws.js';
+
+export type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
+
+/** 414: the request line is longer than `[http] url_bytes_max`. Local: errors.ts has no class for it. */
+export class UriTooLongError extends EdgeError {
+  constructor(message: string) {
+    super(message, 'ERR_URI_TOO_LONG', 414);
+    this.name = 'UriTooLongError';
+  }
+}
+
+const STATUS_TEXT: Record<number, string> = {
+  200: 'OK', 204: 'No Content', 304: 'Not Modified', 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden',
+  404: 'Not Found', 405: 'Method Not Allowed', 409: 'Conflict', 413: 'Payload Too Large', 414: 'URI Too Long',
+  415: 'Unsupported Media Type', 429: 'Too Many Requests', 500: 'Internal Server Error', 503: 'Service Unavailable',
+};
+
+export function statusLine(status: number): string {
+  return `${status} ${STATUS_TEXT[status] ?? 'Status'}`;
+}
+
+/** Everything a handler may know about the request, copied out of uWS before the handler runs. */
+export class RequestCtx {
+  body: Buffer = EMPTY;
+  /** Set by the router for routes that answer cross-origin requests. */
+  cors = false;
+  private parsedQuery: QueryParams | undefined;
+
+  constructor(
+    readonly method: string,
+    readonly path: string,
+    readonly rawQuery: string,
+    readonly headers: Readonly<Record<string, string>>,
+  ) {}
+
+  /** Parsed on first use; malformed percent-encoding throws a 400. */
+  get query(): QueryParams {
+    if (this.parsedQuery === undefined) this.parsedQuery = parseQueryString(this.rawQuery);
+    return this.parsedQuery;
+  }
+
+  /** Lower-case name. Empty values count as absent. */
+  header(name: string): string | undefined {
+    const value = this.headers[name];
+    return value === undefined || value.length === 0 ? undefined : value;
+  }
+}
+
+const EMPTY = Buffer.alloc(0);
+
+/** A complete non-envelope answer (static files, preflight). */
+export class RawReply {
+  constructor(
+    readonly status: number,
+    readonly headers: Readonly<Record<string, string>>,
+    readonly body: string | Uint8Array,
+    /** HEAD: send the headers and the length of `body`, not the body. */
+    readonly headOnly = false,
+  ) {}
+}
+
+/** What a streaming producer writes to. */
+export interface StreamSink {
+  /** false: the chunk is buffered but the client is slow; `await drain()` before writing more. */
+  write(chunk: string): boolean;
+  /** Resolves when the socket can take more, or at once when the client has gone. */
+  drain(): Promise<void>;
+  readonly aborted: boolean;
+}
+
+/** A 200 answer of unknown length, written chunk by chunk (chunked transfer encoding). */
+export class StreamReply {
+  constructor(
+    readonly headers: Readonly<Record<string, string>>,
+    readonly produce: (sink: StreamSink) => Promise<void>,
+  ) {}
+}
+
+export interface Route {
+  method: Method;
+  path: string;
+  /** Runs synchronously before the body is read (authentication). */
+  guard?: (ctx: RequestCtx) => void;
+  /** Adds `Access-Control-Allow-Origin: *` and answers OPTIONS preflights. */
+  cors?: boolean;
+  handler: (ctx: RequestCtx) => unknown;
+}
+
+export interface RouterOptions {
+  logger: Logger;
+  urlBytesMax: number;
+  bodyBytesMax: number;
+  /** Paths outside the route table and outside `/api/`: GET and HEAD only. */
+  fallback: (ctx: RequestCtx) => unknown;
+}
+
+/** One request's response, tracking whether it may still be written. */
+class Exchange {
+  aborted = false;
+  finished = false;
+  private hooked = false;
+  onAbort: (() => void) | undefined;
+
+  constructor(readonly res: HttpResponse) {}
+
+  /** Must run before the uWS handler returns whenever the answer comes later. */
+  hookAbort(): void {
+    if (this.hooked) return;
+    this.hooked = true;
+    this.res.onAborted(() => {
+      this.aborted = true;
+      this.onAbort?.();
+    });
+  }
+
+  get open(): boolean {
+    return !this.aborted && !this.finished;
+  }
+}
+
+const JSON_HEADERS: ReadonlyArray<readonly [string, string]> = [
+  ['Content-Type', 'application/json; charset=utf-8'],
+  ['X-Content-Type-Options', 'nosniff'],
+  ['Cache-Control', 'no-store'],
+];
+
+const CORS_PREFLIGHT: Readonly<Record<string, string>> = {
+  'Access-Control-Allow-Origin': '*',
+  'Access-Control-Allow-Methods': 'GET, OPTIONS',
+  'Access-Control-Allow-Headers': 'X-Api-Secret, Content-Type',
+  'Access-Control-Max-Age': '600',
+};
+
+export function envelope(data: unknown): string {
+  return JSON.stringify({ code: 200, msg: 'Success', data: data === undefined ? null : data });
+}
+
+function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
+  return typeof value === 'object' && value !== null && typeof (value as { then?: unknown }).then === 'function';
+}
+
+export class Router {
+  private readonly table = new Map<string, Map<string, Route>>();
+
+  constructor(private readonly options: RouterOptions) {}
+
+  add(route: Route): this {
+    let byMethod = this.table.get(route.path);
+    if (byMethod === undefined) {
+      byMethod = new Map();
+      this.table.set(route.path, byMethod);
+    }
+    if (byMethod.has(route.method)) throw new Error(`route defined twice: ${route.method} ${route.path}`);
+    byMethod.set(route.method, route);
+    return this;
+  }
+
+  attach(app: TemplatedApp): void {
+    app.any('/*', (res, req) => this.handle(res, req));
+  }
+
+  private handle(res: HttpResponse, req: HttpRequest): void {
+    // 1. Copy everything out of `req`: it is invalid once this function returns.
+    const method = req.getMethod().toUpperCase();
+    const path = req.getUrl();
+    const rawQuery = req.getQuery() ?? '';
+    const headers: Record<string, string> = {};
+    req.forEach((key, value) => {
+      headers[key] = value;
+    });
+    const ex = new Exchange(res);
+    const ctx = new RequestCtx(method, path, rawQuery, headers);
+    try {
+      const urlBytes = Buffer.byteLength(path) + (rawQuery.length > 0 ? rawQuery.length + 1 : 0);
+      if (urlBytes > this.options.urlBytesMax) {
+        throw new UriTooLongError(`request URL is ${urlBytes} bytes, more than the limit of ${this.options.urlBytesMax}`);
+      }
+      const route = this.resolve(ctx);
+      if (route === undefined) return this.writeRaw(ex, ctx, new RawReply(204, CORS_PREFLIGHT, ''));
+      route.guard?.(ctx);
+      if (method === 'GET' || method === 'HEAD') return this.run(ex, ctx, route);
+      this.readBody(ex, ctx, route);
+    } catch (err) {
+      this.fail(ex, ctx, err);
+    }
+  }
+
+  /** The route for the request; undefined means "answer a CORS preflight". Throws 404/405. */
+  private resolve(ctx: RequestCtx): Route | undefined {
+    let path = ctx.path;
+    if (path.length > 1 && path.endsWith('/')) path = path.slice(0, -1);
+    const byMethod = this.table.get(path);
+    if (byMethod !== undefined) {
+      const route = byMethod.get(ctx.method);
+      if (route !== undefined) {
+        ctx.cors = route.cors === true;
+        return route;
+      }
+      const allowed = [...byMethod.keys()];
+      if (ctx.method === 'OPTIONS' && [...byMethod.values()].some((r) => r.cors === true)) {
+        ctx.cors = true;
+        return undefined;
+      }
+      throw new AllowError(`method ${ctx.method} is not allowed on ${path}; use ${allowed.join(' or ')}`, allowed);
+    }
+    if (path === '/api' || path.startsWith('/api/')) throw new NotFoundError(`no such route: ${path}`);
+    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
+      throw new AllowError(`method ${ctx.method} is not allowed on ${path}; use GET or HEAD`, ['GET', 'HEAD']);
+    }
+    return { method: 'GET', path, handler: this.options.fallback };
+  }
+
+  private readBody(ex: Exchange, ctx: RequestCtx, route: Route): void {
+    const limit = this.options.bodyBytesMax;
+    const declared = ctx.header('content-length');
+    if (declared !== undefined && /^[0-9]+$/.test(declared) && Number(declared) > limit) {
+      throw new PayloadTooLargeError(`request body is ${declared} bytes, more than the limit of ${limit}`);
+    }
+    ex.hookAbort();
+    const chunks: Buffer[] = [];
+    let size = 0;
+    ex.res.onData((chunk, isLast) => {
+      if (!ex.open) return;
+      size += chunk.byteLength;
+      if (size > limit) {
+        chunks.length = 0;
+        this.fail(ex, ctx, new PayloadTooLargeError(`request body is more than the limit of ${limit} bytes`));
+        return;
+      }
+      // uWS neuters the ArrayBuffer after this callback: copy it.
+      if (chunk.byteLength > 0) chunks.push(Buffer.from(new Uint8Array(chunk)));
+      if (isLast) {
+        ctx.body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size);
+        this.run(ex, ctx, route);
+      }
+    });
+  }
+
+  private run(ex: Exchange, ctx: RequestCtx, route: Route): void {
+    let result: unknown;
+    try {
+      result = route.handler(ctx);
+    } catch (err) {
+      this.fail(ex, ctx, err);
+      return;
+    }
+    if (isPromiseLike(result)) {
+      ex.hookAbort();
+      result.then(
+        (value) => this.reply(ex, ctx, value),
+        (err: unknown) => this.fail(ex, ctx, err),
+      );
+    } else {
+      this.reply(ex, ctx, result);
+    }
+  }
+
+  private reply(ex: Exchange, ctx: RequestCtx, value: unknown): void {
+    if (value instanceof RawReply) return this.writeRaw(ex, ctx, value);
+    if (value instanceof StreamReply) return this.stream(ex, ctx, value);
+    this.writeJson(ex, ctx, 200, envelope(value));
+  }
+
+  private writeJson(ex: Exchange, ctx: RequestCtx, status: number, body: string, extra?: Record<string, string>, close = false): void {
+    if (!ex.open) return;
+    ex.finished = true;
+    const res = ex.res;
+    res.cork(() => {
+      res.writeStatus(statusLine(status));
+      for (const [key, value] of JSON_HEADERS) res.writeHeader(key, value);
+      if (ctx.cors) res.writeHeader('Access-Control-Allow-Origin', '*');
+      if (extra !== undefined) for (const key in extra) res.writeHeader(key, extra[key]);
+      res.end(body, close);
+    });
+  }
+
+  private writeRaw(ex: Exchange, ctx: RequestCtx, reply: RawReply): void {
+    if (!ex.open) return;
+    ex.finished = true;
+    const res = ex.res;
+    res.cork(() => {
+      res.writeStatus(statusLine(reply.status));
+      if (ctx.cors && reply.headers['Access-Control-Allow-Origin'] === undefined) {
+        res.writeHeader('Access-Control-Allow-Origin', '*');
+      }
+      for (const key in reply.headers) res.writeHeader(key, reply.headers[key]);
+      if (reply.headOnly) res.endWithoutBody(typeof reply.body === 'string' ? Buffer.byteLength(reply.body) : reply.body.byteLength);
+      else res.end(reply.body);
+    });
+  }
+
+  private stream(ex: Exchange, ctx: RequestCtx, reply: StreamReply): void {
+    if (!ex.open) return;
+    ex.hookAbort();
+    const res = ex.res;
+    let headWritten = false;
+    let resume: (() => void) | undefined;
+    const wake = (): void => {
+      const fn = resume;
+      resume = undefined;
+      fn?.();
+    };
+    ex.onAbort = wake;
+    res.onWritable(() => {
+      wake();
+      return true;
+    });
+    const writeHead = (): void => {
+      headWritten = true;
+      res.writeStatus('200 OK');
+      res.writeHeader('X-Content-Type-Options', 'nosniff');
+      res.writeHeader('Cache-Control', 'no-store');
+      for (const key in reply.headers) res.writeHeader(key, reply.headers[key]);
+    };
+    const sink: StreamSink = {
+      get aborted() {
+        return !ex.open;
+      },
+      write(chunk: string): boolean {
+        if (!ex.open) return false;
+        let ok = true;
+        res.cork(() => {
+          if (!headWritten) writeHead();
+          ok = res.write(chunk);
+        });
+        return ok;
+      },
+      drain(): Promise<void> {
+        if (!ex.open) return Promise.resolve();
+        return new Promise<void>((resolve) => {
+          resume = resolve;
+        });
+      },
+    };
+    reply.produce(sink).then(
+      () => {
+        if (!ex.open) return;
+        ex.finished = true;
+        res.cork(() => {
+          if (!headWritten) writeHead();
+          res.end();
+        });
+      },
+      (err: unknown) => {
+        if (!ex.open) return;
+        if (!headWritten) return this.fail(ex, ctx, err);
+        // Too late for a status: cut the connection so the client sees a truncated transfer.
+        this.options.logger.error({ err, path: ctx.path }, 'stream failed after the response started');
+        ex.finished = true;
+        res.close();
+      },
+    );
+  }
+
+  private fail(ex: Exchange, ctx: RequestCtx, err: unknown): void {
+    if (!ex.open) return;
+    let status = 500;
+    let msg = 'internal error';
+    const extra: Record<string, string> = {};
+    if (err instanceof EdgeError) {
+      status = err.status;
+      msg = err.message;
+      const retry = (err as { retryAfterS?: unknown }).retryAfterS;
+      if (typeof retry === 'number' && retry > 0) extra['Retry-After'] = String(Math.ceil(retry));
+      if (err instanceof AllowError) extra.Allow = err.allowed.join(', ');
+      if (status >= 500) this.options.logger.warn({ path: ctx.path, code: err.code }, err.message);
+      else if (this.options.logger.isLevelEnabled('debug')) {
+        this.options.logger.debug({ method: ctx.method, path: ctx.path, status }, err.message);
+      }
+    } else {
+      this.options.logger.error({ err, method: ctx.method, path: ctx.path }, 'request handler failed');
+    }
+    // An unread request body would otherwise stay on the connection.
+    const close = status === 413 || (ctx.body === EMPTY && ctx.method !== 'GET' && hasBody(ctx));
+    this.writeJson(ex, ctx, status, JSON.stringify({ code: status, msg, data: null }), extra, close);
+  }
+}
+
+function hasBody(ctx: RequestCtx): boolean {
+  const length = ctx.header('content-length');
+  return (length !== undefined && length !== '0') || ctx.header('transfer-encoding') !== undefined;
+}
+
+/** 405 carrying the allowed methods for the `Allow` header. */
+export class AllowError extends MethodNotAllowedError {
+  constructor(
+    message: string,
+    readonly allowed: string[],
+  ) {
+    super(message);
+  }
+}
+
+/** Throws 400 unless the body is a JSON object; returns it. */
+export function jsonBody(ctx: RequestCtx): Record<string, unknown> {
+  if (ctx.body.length === 0) throw new InvalidArgumentError('request body must be a JSON object, got an empty body');
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(ctx.body);
+  } catch {
+    throw new InvalidArgumentError('request body is not valid UTF-8');
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    throw new InvalidArgumentError(`request body is not valid JSON: ${(err as Error).message}`);
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new InvalidArgumentError('request body must be a JSON object');
+  }
+  return value as Record<string, unknown>;
+}

@@ -1,0 +1,132 @@
+/**
+ * Model ("schema") and attribute ("property") management, RHILEX's paths and bodies (rhilex.md 2.2),
+ * behind the admin token. Creates return `data.uuid` plus the object; actions without a result return
+ * `[]` as RHILEX does.
+ */
+import type { RegistryApi } from './deps.js';
+import { modelView } from './format.js';
+import { boolean, integer, optional, PAGE_SIZE_MAX, required } from './params.js';
+import { InvalidArgumentError } from '../errors.js';
+import { jsonBody, type RequestCtx, type Route, type Router } from './route.js';
+
+type Guard = (ctx: RequestCtx) => void;
+
+function withUuid(created: { uuid: string }): Record<string, unknown> {
+  return Object.assign({ uuid: created.uuid }, created);
+}
+
+export function addSchemaRoutes(router: Router, registry: RegistryApi, guard: Guard): void {
+  const add = (route: Omit<Route, 'guard' | 'path'> & { path: string }): void => {
+    router.add({ ...route, path: `/api/v1${route.path}`, guard });
+  };
+
+  add({
+    method: 'POST',
+    path: '/schema/create',
+    handler: async (ctx) => {
+      const body = jsonBody(ctx);
+      const created = await registry.create({ name: body.name, description: body.description ?? '' });
+      return modelView(registry.get(created.uuid));
+    },
+  });
+  add({
+    method: 'PUT',
+    path: '/schema/update',
+    handler: async (ctx) => {
+      const body = jsonBody(ctx);
+      if (typeof body.uuid !== 'string' || body.uuid.length === 0) throw new InvalidArgumentError("field 'uuid' is required");
+      await registry.update({ uuid: body.uuid, name: body.name, description: body.description });
+      return modelView(registry.get(body.uuid));
+    },
+  });
+  add({
+    method: 'DELETE',
+    path: '/schema/del',
+    handler: async (ctx) => {
+      await registry.delete(required(ctx.query, 'uuid'));
+      return [];
+    },
+  });
+  add({ method: 'GET', path: '/schema/list', handler: () => registry.list().map(modelView) });
+  add({ method: 'GET', path: '/schema/detail', handler: (ctx) => modelView(registry.get(required(ctx.query, 'uuid'))) });
+  add({
+    method: 'POST',
+    path: '/schema/publish',
+    handler: async (ctx) => {
+      await registry.publish(required(ctx.query, 'uuid'));
+      return [];
+    },
+  });
+  add({
+    method: 'POST',
+    path: '/schema/fix',
+    handler: async (ctx) => {
+      const uuid = required(ctx.query, 'uuid');
+      const confirm = boolean(ctx.query, 'confirm', false);
+      registry.get(uuid);
+      if (!confirm) {
+        throw new InvalidArgumentError('fix returns the model to draft and deletes all its records: repeat with confirm=true');
+      }
+      await registry.fix(uuid, true);
+      return [];
+    },
+  });
+
+  add({
+    method: 'POST',
+    path: '/schema/properties/create',
+    handler: async (ctx) => withUuid(await registry.createAttribute(jsonBody(ctx))),
+  });
+  add({
+    method: 'PUT',
+    path: '/schema/properties/update',
+    handler: async (ctx) => {
+      const body = jsonBody(ctx);
+      const updated = await registry.updateAttribute(body);
+      return updated ?? (await registry.getAttribute(String(body.uuid)));
+    },
+  });
+  add({
+    method: 'DELETE',
+    path: '/schema/properties/del',
+    handler: async (ctx) => {
+      await registry.deleteAttribute(required(ctx.query, 'uuid'));
+      return [];
+    },
+  });
+  add({
+    method: 'GET',
+    path: '/schema/properties/list',
+    handler: async (ctx) => {
+      const query = ctx.query;
+      const schemaUuid = optional(query, 'schema_uuid') ?? optional(query, 'schemaId') ?? required(query, 'schema_uuid');
+      const current = integer(query, 'current', 1, Number.MAX_SAFE_INTEGER, 1);
+      const size = integer(query, 'size', 1, PAGE_SIZE_MAX, 25);
+      const all = await registry.listAttributes(schemaUuid);
+      const start = (current - 1) * size;
+      return { current, size, total: all.length, records: start < all.length ? all.slice(start, start + size) : [] };
+    },
+  });
+  add({
+    method: 'GET',
+    path: '/schema/properties/detail',
+    handler: (ctx) => registry.getAttribute(required(ctx.query, 'uuid')),
+  });
+
+  add({ method: 'GET', path: '/schema/getTemplates', handler: () => registry.templates() });
+  add({
+    method: 'GET',
+    path: '/schema/getTemplateFields',
+    handler: (ctx) => registry.templateFields(optional(ctx.query, 'templateId') ?? required(ctx.query, 'templateId')),
+  });
+  add({
+    method: 'POST',
+    path: '/schema/genTemplate',
+    handler: async (ctx) => {
+      const schemaUuid = optional(ctx.query, 'schemaId') ?? required(ctx.query, 'schemaId');
+      const templateId = required(ctx.query, 'templateId');
+      const added = await registry.applyTemplate(schemaUuid, templateId);
+      return added ?? [];
+    },
+  });
+}

@@ -1,0 +1,102 @@
+/**
+ * Inputs ("inends"), the push endpoint, and rules (contract section 7). Management calls need the admin
+ * token; a push needs the input's own push token. Without a script engine every route answers 503.
+ */
+import { AuthError, InvalidArgumentError, UnavailableError } from '../errors.js';
+import { bearerToken } from './auth.js';
+import type { EngineApi } from './deps.js';
+import { required } from './params.js';
+import { jsonBody, type RequestCtx, type Route, type Router } from './route.js';
+
+type Guard = (ctx: RequestCtx) => void;
+
+/** Splits a push body into payloads: NDJSON gives one per non-blank line, anything else one in all. */
+export function pushPayloads(ctx: RequestCtx): string[] {
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(ctx.body);
+  } catch {
+    throw new InvalidArgumentError('push body is not valid UTF-8');
+  }
+  const type = (ctx.header('content-type') ?? '').toLowerCase();
+  const lines = type.startsWith('application/x-ndjson') || type.startsWith('application/jsonl');
+  const payloads = lines
+    ? text.split('\n').map((l) => (l.endsWith('\r') ? l.slice(0, -1) : l)).filter((l) => l.trim().length > 0)
+    : text.trim().length > 0
+      ? [text]
+      : [];
+  if (payloads.length === 0) throw new InvalidArgumentError('push body is empty: send one payload (or NDJSON lines)');
+  return payloads;
+}
+
+export function addScriptRoutes(router: Router, engine: EngineApi | undefined, guard: Guard): void {
+  const need = (): EngineApi => {
+    if (engine === undefined) throw new UnavailableError('the script engine is not running', 5);
+    return engine;
+  };
+  const add = (route: Route): void => {
+    router.add({ guard, ...route, path: `/api/v1${route.path}` });
+  };
+
+  // Inputs
+  add({ method: 'GET', path: '/inends/list', handler: () => need().listInends() });
+  add({ method: 'GET', path: '/inends/detail', handler: (ctx) => need().getInend(required(ctx.query, 'uuid')) });
+  add({
+    method: 'POST',
+    path: '/inends/create',
+    handler: async (ctx) => {
+      const { inend, token } = await need().createInend(jsonBody(ctx));
+      const view: Record<string, unknown> = Object.assign({ uuid: inend.uuid }, inend);
+      if (token !== undefined) view.token = token;
+      return view;
+    },
+  });
+  add({ method: 'PUT', path: '/inends/update', handler: async (ctx) => (await need().updateInend(jsonBody(ctx))) ?? [] });
+  add({
+    method: 'DELETE',
+    path: '/inends/del',
+    handler: async (ctx) => {
+      await need().deleteInend(required(ctx.query, 'uuid'));
+      return [];
+    },
+  });
+  add({
+    method: 'POST',
+    path: '/inends/push',
+    guard: (ctx) => {
+      if (bearerToken(ctx) === undefined) {
+        throw new AuthError("missing push token: send the header Authorization: Bearer <the input's token>");
+      }
+    },
+    handler: async (ctx) => {
+      const e = need();
+      const uuid = required(ctx.query, 'uuid');
+      const ok = await e.authenticatePush(uuid, bearerToken(ctx) ?? '');
+      if (ok === false) throw new AuthError('wrong push token');
+      return e.push(uuid, pushPayloads(ctx));
+    },
+  });
+
+  // Rules
+  add({ method: 'GET', path: '/rules/list', handler: () => need().listRules() });
+  add({ method: 'GET', path: '/rules/detail', handler: (ctx) => need().getRule(required(ctx.query, 'uuid')) });
+  add({
+    method: 'POST',
+    path: '/rules/create',
+    handler: async (ctx) => {
+      const rule = await need().createRule(jsonBody(ctx));
+      return Object.assign({ uuid: rule.uuid }, rule);
+    },
+  });
+  add({ method: 'PUT', path: '/rules/update', handler: async (ctx) => (await need().updateRule(jsonBody(ctx))) ?? [] });
+  add({
+    method: 'DELETE',
+    path: '/rules/del',
+    handler: async (ctx) => {
+      await need().deleteRule(required(ctx.query, 'uuid'));
+      return [];
+    },
+  });
+  add({ method: 'POST', path: '/rules/validate', handler: (ctx) => need().validate(jsonBody(ctx)) });
+  add({ method: 'GET', path: '/rules/stats', handler: (ctx) => need().ruleStats(required(ctx.query, 'uuid')) });
+}

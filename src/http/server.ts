@@ -1,0 +1,81 @@
+/**
+ * Builds the uWS app, registers every route and listens. `port: 0` picks a free port (tests).
+ */
+import { adminGuard, SecretSet } from './auth.js';
+import { addDatacenterRoutes } from './datacenter-routes.js';
+import type { HttpDeps } from './deps.js';
+import { addQueryRoutes } from './query-routes.js';
+import { Router } from './route.js';
+import { addSchemaRoutes } from './schema-routes.js';
+import { addScriptRoutes } from './script-routes.js';
+import { findPublicDir, staticHandler } from './static.js';
+import uWS, { type us_listen_socket } from './uws.js';
+
+export interface HttpServer {
+  host: string;
+  port: number;
+  close(): void;
+}
+
+export const SERVICE_VERSION = '0.1.0';
+
+/** The port is taken or the address is not ours: a start-up problem, reported without a stack. */
+export class ListenError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ListenError';
+  }
+}
+
+export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
+  const { config, registry, engine, logger } = deps;
+  const startedAt = Date.now();
+  const publicDir = findPublicDir();
+  if (publicDir === undefined) logger.warn('UI directory src/ui/public not found: non-API paths answer 404');
+
+  const router = new Router({
+    logger,
+    urlBytesMax: config.http.urlBytesMax,
+    bodyBytesMax: config.http.bodyBytesMax,
+    fallback: staticHandler(publicDir),
+  });
+  const admin = adminGuard(new SecretSet([config.main.adminToken]));
+  addQueryRoutes(router, registry, new SecretSet(config.main.secrets));
+  addSchemaRoutes(router, registry, admin);
+  addDatacenterRoutes(router, registry, config, admin);
+  addScriptRoutes(router, engine, admin);
+  router.add({
+    method: 'GET',
+    path: '/healthz',
+    handler: () => ({
+      status: 'ok',
+      version: SERVICE_VERSION,
+      uptimeS: Math.floor((Date.now() - startedAt) / 1000),
+      models: registry.list().length,
+      scripts: engine === undefined ? 'off' : 'on',
+    }),
+  });
+
+  const app = uWS.App();
+  router.attach(app);
+  const host = config.http.host;
+  const listenSocket = await new Promise<us_listen_socket>((resolve, reject) => {
+    app.listen(host, config.http.port, (socket) => {
+      if (socket === false) reject(new ListenError(`cannot listen on ${host}:${config.http.port}: the port is in use or the address is not available`));
+      else resolve(socket);
+    });
+  });
+  const port = uWS.us_socket_local_port(listenSocket);
+  let closed = false;
+  return {
+    host,
+    port,
+    close() {
+      if (closed) return;
+      closed = true;
+      uWS.us_listen_socket_close(listenSocket);
+      // Also ends idle keep-alive connections so the event loop can empty.
+      (app as { close?: () => void }).close?.();
+    },
+  };
+}

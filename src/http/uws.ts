@@ -1,0 +1,18 @@
+/**
+ * Loads uWebSockets.js once. uWS answers requests whose header block (request line included) is larger
+ * than UWS_HTTP_MAX_HEADERS_SIZE (default 4 KiB) with its own HTML 431 page before any route runs, and it
+ * reads the variable once, when the native library loads. We raise it so that our own URL limit
+ * (`[http] url_bytes_max`, answered with a JSON 414) is the one clients see. An operator's own value wins.
+ */
+import type * as UWS from 'uWebSockets.js';
+
+export const UWS_HEADER_BYTES_MAX = 81_920;
+
+if (process.env.UWS_HTTP_MAX_HEADERS_SIZE === undefined) {
+  process.env.UWS_HTTP_MAX_HEADERS_SIZE = String(UWS_HEADER_BYTES_MAX);
+}
+
+const uWS: typeof UWS = await import('uWebSockets.js');
+
+export default uWS;
+export type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';

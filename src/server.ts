@@ -1,0 +1,98 @@
+/**
+ * Wires the service together: config -> store -> models -> scripts -> HTTP, and stops it in reverse:
+ * stop accepting requests, drain the script engine, then flush, sync and close the store (which marks
+ * a clean shutdown).
+ */
+import path from 'node:path';
+import type { Logger } from 'pino';
+import type { Config } from './config/types.js';
+import type { RegistryApi } from './http/deps.js';
+import { startHttpServer } from './http/server.js';
+import { ModelRegistry } from './models/registry.js';
+import { ScriptEngine } from './scripts/engine.js';
+import { Store } from './store/index.js';
+import type { StoreOptions } from './store/types.js';
+
+export interface RunningService {
+  host: string;
+  port: number;
+  stop(): Promise<void>;
+}
+
+const HOUR_MS = 3_600_000;
+
+/** Store options from `[store]`; the models live under `<data_dir>/store/<model uuid>/`. */
+export function storeOptionsOf(config: Config): StoreOptions {
+  const s = config.store;
+  return {
+    rootDir: path.join(config.main.dataDir, 'store'),
+    durability: s.sync,
+    syncIntervalMs: s.syncIntervalMs,
+    segmentBytesMax: s.segmentBytes,
+    segmentAgeMsMax: s.segmentAgeHours * HOUR_MS,
+    retention: {
+      maxRecords: s.retentionMaxRecords,
+      maxBytes: s.retentionMaxBytes,
+      maxAgeMs: s.retentionMaxAgeHours * HOUR_MS,
+    },
+  };
+}
+
+/** Opens the store and the model registry (also used by the `export` CLI command). */
+export async function openData(config: Config): Promise<{ store: Store; registry: ModelRegistry }> {
+  const store = await Store.open(storeOptionsOf(config));
+  try {
+    const registry = await ModelRegistry.open({ dataDir: config.main.dataDir, store });
+    return { store, registry };
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+}
+
+/**
+ * The registry's `log()` is typed with the registry's own narrow view of a model log; the object it
+ * returns is the store's ModelLog, which has the read methods the HTTP layer needs.
+ */
+export function registryApi(registry: ModelRegistry): RegistryApi {
+  return registry as unknown as RegistryApi;
+}
+
+export async function startService(config: Config, logger: Logger): Promise<RunningService> {
+  const { store, registry } = await openData(config);
+  let engine: ScriptEngine | undefined;
+  try {
+    engine = await ScriptEngine.open({
+      dataDir: config.main.dataDir,
+      config: config.scripts,
+      registry,
+      log: logger.child({ module: 'scripts' }),
+    });
+    const http = await startHttpServer({
+      config,
+      registry: registryApi(registry),
+      engine,
+      logger: logger.child({ module: 'http' }),
+    });
+    let stopping: Promise<void> | undefined;
+    return {
+      host: http.host,
+      port: http.port,
+      stop() {
+        stopping ??= (async () => {
+          http.close();
+          try {
+            await engine?.close();
+          } finally {
+            await store.close();
+          }
+        })();
+        return stopping;
+      },
+    };
+  } catch (err) {
+    await engine?.close().catch(() => undefined);
+    await store.close();
+    throw err;
+  }
+}

@@ -1,0 +1,148 @@
+/**
+ * The built CLI (`dist/cli.js`, from `npx tsc -p tsconfig.json`): printing the default configuration,
+ * and `serve` starting on a temp config, answering /healthz and exiting 0 on SIGTERM.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { readFile } from 'node:fs/promises';
+import { writeFile, mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { defaultConfigText, loadConfig } from '../../src/config/index.js';
+import { checkRecord } from '../../src/models/record-check.js';
+import { openData } from '../../src/server.js';
+import { parseCsv, testConfig } from './helpers.js';
+
+const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
+
+describe('cli', () => {
+  it('dist/cli.js is built', () => {
+    expect(existsSync(CLI), 'run npx tsc -p tsconfig.json first').toBe(true);
+  });
+
+  it('config --print-defaults prints the default ini and exits 0', () => {
+    const r = spawnSync(process.execPath, [CLI, 'config', '--print-defaults'], { encoding: 'utf8' });
+    expect(r.status).toBe(0);
+    expect(r.stdout).toBe(defaultConfigText());
+    expect(r.stdout).toContain('[plugin.http_server]');
+    expect(r.stdout).toContain('dataschema_secrets');
+  });
+
+  it('usage errors exit 2', () => {
+    const r = spawnSync(process.execPath, [CLI, 'frobnicate'], { encoding: 'utf8' });
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain('unknown command');
+    const e = spawnSync(process.execPath, [CLI, 'export'], { encoding: 'utf8' });
+    expect(e.status).toBe(2);
+    expect(e.stderr).toContain('--model');
+  });
+
+  it('serve starts, answers /healthz, and exits 0 on SIGTERM', async () => {
+    const { dir, file } = await testConfig();
+    const child = spawn(process.execPath, [CLI, 'serve', '--config', file], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    try {
+      const address = await new Promise<string>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no address printed; stdout: ${out} stderr: ${err}`)), 15_000);
+        child.stdout.on('data', (d: Buffer) => {
+          out += d.toString();
+          const m = /listening on (http:\/\/\S+)/.exec(out);
+          if (m) {
+            clearTimeout(timer);
+            resolve(m[1]);
+          }
+        });
+        child.once('exit', (code) => reject(new Error(`exited early with ${code}: ${err}`)));
+      });
+      const r = await fetch(`${address}/healthz`);
+      expect(r.status).toBe(200);
+      expect(((await r.json()) as { data: { status: string } }).data.status).toBe('ok');
+      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+      child.kill('SIGTERM');
+      expect(await exited).toBe(0);
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('export writes the store read path to a file (CSV and JSONL) and exits 0', async () => {
+    const { dir, file } = await testConfig();
+    try {
+      const { config } = await loadConfig({ file, env: {} });
+      const { store, registry } = await openData(config);
+      const model = await registry.create({ name: 'cli model' });
+      await registry.createAttribute({ schemaId: model.uuid, name: 'v', type: 'INTEGER' });
+      await registry.createAttribute({ schemaId: model.uuid, name: 'note', type: 'STRING' });
+      await registry.publish(model.uuid);
+      const published = registry.get(model.uuid);
+      const log = registry.log(model.uuid) as unknown as { save(r: Record<string, unknown>): number };
+      for (let i = 1; i <= 500; i++) {
+        const checked = checkRecord(published, { v: i, note: i === 2 ? 'a,b "c"' : `n${i}` }, 'save');
+        if (!checked.ok) throw new Error(checked.error);
+        log.save(checked.record);
+      }
+      await store.close();
+
+      const out = join(dir, 'out.csv');
+      const r = spawnSync(process.execPath, [CLI, 'export', '--model', model.uuid, '--format', 'csv', '--out', out, '--config', file], {
+        encoding: 'utf8',
+      });
+      expect(r.status, r.stderr).toBe(0);
+      expect(r.stderr).toContain(`exported 500 records of ${model.uuid}`);
+      const text = await readFile(out, 'utf8');
+      expect(text.charCodeAt(0)).toBe(0xfeff);
+      const rows = parseCsv(text.slice(1));
+      expect(rows[0]).toEqual(['id', 'create_at', 'v', 'note']);
+      expect(rows).toHaveLength(501);
+      expect(rows[2]).toEqual(['2', expect.stringMatching(/Z$/), '2', 'a,b "c"']);
+
+      const j = spawnSync(process.execPath, [CLI, 'export', '-m', model.uuid, '-f', 'jsonl', '--from', '10', '--to', '12', '-c', file], {
+        encoding: 'utf8',
+      });
+      expect(j.status, j.stderr).toBe(0);
+      expect(j.stdout.trimEnd().split('\n').map((l) => JSON.parse(l).v)).toEqual([10, 11, 12]);
+
+      const unknown = spawnSync(process.execPath, [CLI, 'export', '--model', 'SCHEMA22222222', '--config', file], { encoding: 'utf8' });
+      expect(unknown.status).toBe(1);
+      expect(unknown.stderr).toContain('not found');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('serve on a first start says where the generated credentials are; SIGINT exits 0', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'edc-cli-'));
+    const file = join(dir, 'min.ini');
+    await writeFile(file, `[main]\ndata_dir = ${join(dir, 'data')}\nlog_level = silent\n[plugin.http_server]\nhost = 127.0.0.1\nport = 0\n`);
+    const child = spawn(process.execPath, [CLI, '--config', file], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no address printed: ${out}`)), 15_000);
+        child.stdout.on('data', (d: Buffer) => {
+          out += d.toString();
+          if (out.includes('listening on')) {
+            clearTimeout(timer);
+            resolve();
+          }
+        });
+      });
+      expect(out).toContain('First start');
+      expect(out).toContain(join(dir, 'data', 'credentials.ini'));
+      const exited = new Promise<string>((resolve) => child.once('exit', (code, signal) => resolve(`${code} ${signal}`)));
+      child.kill('SIGINT');
+      expect(await exited, err).toBe('0 null');
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
