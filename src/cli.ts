@@ -13,7 +13,7 @@ import { defaultConfigText, loadConfig, type LoadedConfig } from './config/index
 import { EdgeError } from './errors.js';
 import { exportChunks, exportFormat } from './http/export.js';
 import { ListenError } from './http/server.js';
-import { openData, registryApi, startService, type RunningService } from './server.js';
+import { openData, startService, type RunningService } from './server.js';
 
 const USAGE = `Usage:
   edge-datacenter [serve] [--config FILE]
@@ -128,9 +128,8 @@ async function exportCommand(parsed: Parsed): Promise<void> {
   const { loaded } = await load(parsed.values.config);
   const { store, registry } = await openData(loaded.config);
   try {
-    const api = registryApi(registry);
-    const model = api.get(uuid);
-    const log = api.log(uuid);
+    const model = registry.get(uuid);
+    const log = registry.log(uuid);
     const stats = log.stats();
     const first = Math.max(fromId ?? stats.firstId, stats.firstId);
     const last = Math.min(toId ?? stats.lastId, stats.lastId);

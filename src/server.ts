@@ -6,7 +6,6 @@
 import path from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from './config/types.js';
-import type { RegistryApi } from './http/deps.js';
 import { startHttpServer } from './http/server.js';
 import { ModelRegistry } from './models/registry.js';
 import { ScriptEngine } from './scripts/engine.js';
@@ -50,14 +49,6 @@ export async function openData(config: Config): Promise<{ store: Store; registry
   }
 }
 
-/**
- * The registry's `log()` is typed with the registry's own narrow view of a model log; the object it
- * returns is the store's ModelLog, which has the read methods the HTTP layer needs.
- */
-export function registryApi(registry: ModelRegistry): RegistryApi {
-  return registry as unknown as RegistryApi;
-}
-
 export async function startService(config: Config, logger: Logger): Promise<RunningService> {
   const { store, registry } = await openData(config);
   let engine: ScriptEngine | undefined;
@@ -70,7 +61,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     });
     const http = await startHttpServer({
       config,
-      registry: registryApi(registry),
+      registry,
       engine,
       logger: logger.child({ module: 'http' }),
     });

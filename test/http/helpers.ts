@@ -9,7 +9,7 @@ import { loadConfig } from '../../src/config/index.js';
 import type { Config } from '../../src/config/types.js';
 import { startHttpServer } from '../../src/http/server.js';
 import type { ModelRegistry } from '../../src/models/registry.js';
-import { openData, registryApi } from '../../src/server.js';
+import { openData } from '../../src/server.js';
 
 export const SECRET = 's3cret-one';
 export const SECRET_2 = 'second;secret&+/';
@@ -54,7 +54,7 @@ export async function startTestServer(): Promise<TestServer> {
   const { dir, file } = await testConfig();
   const { config } = await loadConfig({ file, env: {} });
   const { store, registry } = await openData(config);
-  const http = await startHttpServer({ config, registry: registryApi(registry), logger: pino({ level: process.env.EDC_TEST_LOG ?? 'silent' }) });
+  const http = await startHttpServer({ config, registry, logger: pino({ level: process.env.EDC_TEST_LOG ?? 'silent' }) });
   return {
     base: `http://127.0.0.1:${http.port}`,
     dir,
