@@ -1,0 +1,136 @@
+// Quick request (the exact query URLs with the secret encoded, copy buttons, curl lines) and the Script tab.
+import { h, mount, select, copyButton, uid } from './dom.js';
+import { getSecret, messageOf } from './api.js';
+import { statusLine, busy } from './ui.js';
+import { queryData } from './data.js';
+import { savePreview, sampleForModel } from './samples.js';
+import { tokenize } from './editor.js';
+
+const shq = (s) => `'${String(s).replace(/'/g, "'\\''")}'`;
+
+/** The two query URLs of the specification for a model. */
+export function queryUrls(base, uuid, secret, p = {}) {
+  const enc = encodeURIComponent;
+  let list = `${base}/api/v1/datacenter/queryDataList?uuid=${enc(uuid)}&secrets=${enc(secret)}&current=${enc(p.current ?? 1)}&size=${enc(p.size ?? 25)}&order=${enc(p.order ?? 'desc')}`;
+  let last = `${base}/api/v1/datacenter/queryLastData?uuid=${enc(uuid)}&secrets=${enc(secret)}`;
+  if (p.select) { list += `&select=${enc(p.select)}`; last += `&select=${enc(p.select)}`; }
+  return { list, last };
+}
+
+function urlBlock(title, id, getUrl) {
+  const out = h('output', { id, class: 'url' });
+  const curlOut = h('output', { id: `${id}-curl`, class: 'url' });
+  const copy = copyButton(() => getUrl(), 'Copy URL', `Copy the ${title} URL`);
+  const copyCurl = copyButton(() => curlOut.textContent, 'Copy curl', `Copy the ${title} curl line`);
+  return {
+    el: h('div', { class: 'url-block' },
+      h('h3', { text: title }),
+      h('div', { class: 'url-row' }, out, copy),
+      h('div', { class: 'url-row' }, curlOut, copyCurl)),
+    set(url) {
+      out.textContent = url;
+      curlOut.textContent = `curl -s -H 'User-Agent: edge-datacenter' ${shq(url)}`;
+    },
+  };
+}
+
+export function renderRequestTab(ctx, body, m) {
+  const base = location.origin;
+  const cur = h('input', { id: 'qr-current', type: 'number', min: '1', value: '1', class: 'narrow' });
+  const size = h('input', { id: 'qr-size', type: 'number', min: '1', max: '1000', value: '25', class: 'narrow' });
+  const order = select([['desc', 'desc (newest first)'], ['asc', 'asc (oldest first)']], 'desc', { id: 'qr-order' });
+  const sel = h('input', { id: 'qr-select', type: 'text', placeholder: 'all fields', autocomplete: 'off', spellcheck: 'false', list: 'qr-fields' });
+  const fieldsList = h('datalist', { id: 'qr-fields' }, ['id', 'create_at', ...m.attributes.map((a) => a.name)].map((f) => h('option', { value: f })));
+  const secretOut = h('input', { id: 'qr-secret', type: 'password', readOnly: true, class: 'mono' });
+  const showSecret = h('button', { type: 'button', class: 'small', 'aria-pressed': 'false', text: 'Show' });
+  showSecret.addEventListener('click', () => {
+    const show = secretOut.type === 'password';
+    secretOut.type = show ? 'text' : 'password';
+    showSecret.setAttribute('aria-pressed', String(show));
+    showSecret.textContent = show ? 'Hide' : 'Show';
+  });
+  const reloadSecret = h('button', { type: 'button', class: 'small', text: 'Reload secret' });
+  const status = statusLine();
+  const listBlock = urlBlock('History: queryDataList', 'qr-list-url', () => urls.list);
+  const lastBlock = urlBlock('Latest record: queryLastData', 'qr-last-url', () => urls.last);
+  const tryList = h('button', { type: 'button', text: 'Send history request' });
+  const tryLast = h('button', { type: 'button', text: 'Send latest request' });
+  const response = h('pre', { class: 'json', id: 'qr-response', tabindex: '0', 'aria-label': 'Response' });
+  let secret = '';
+  let urls = { list: '', last: '' };
+
+  const update = () => {
+    urls = queryUrls(base, m.uuid, secret, { current: cur.value || 1, size: size.value || 25, order: order.value, select: sel.value.trim() });
+    listBlock.set(urls.list);
+    lastBlock.set(urls.last);
+  };
+  for (const el of [cur, size, order, sel]) el.addEventListener('input', update);
+
+  async function loadSecret(force) {
+    try {
+      secret = await getSecret(force);
+      secretOut.value = secret;
+      status.clear();
+    } catch (e) {
+      status.error(`Reading the secret failed: ${messageOf(e)}`);
+    }
+    update();
+  }
+  reloadSecret.addEventListener('click', () => busy(reloadSecret, () => loadSecret(true)));
+
+  const send = (path, params) => async () => {
+    response.textContent = 'Sending…';
+    try {
+      const d = await queryData(path, params());
+      response.textContent = JSON.stringify({ code: 200, msg: 'Success', data: d }, null, 2);
+    } catch (e) {
+      response.textContent = `Error: ${messageOf(e)}`;
+    }
+  };
+  const common = () => ({ uuid: m.uuid, select: sel.value.trim() || undefined });
+  tryList.addEventListener('click', () => busy(tryList, send('datacenter/queryDataList', () => ({ ...common(), current: cur.value || 1, size: size.value || 25, order: order.value }))));
+  tryLast.addEventListener('click', () => busy(tryLast, send('datacenter/queryLastData', common)));
+
+  mount(body, h('section', { class: 'panel', 'aria-labelledby': 'qr-title' },
+    h('h2', { id: 'qr-title', text: 'Quick request' }),
+    h('p', { class: 'hint', text: 'The two read endpoints for dashboards and HMIs. The secret ([main] dataschema_secrets) goes in the query parameter secrets, URL-encoded.' }),
+    m.published ? null : h('p', { class: 'status-line error', text: 'This model is a draft: these requests answer 409 until it is published.' }),
+    h('div', { class: 'controls' },
+      h('div', { class: 'field inline' }, h('label', { for: 'qr-secret', text: 'Secret' }), secretOut, showSecret, reloadSecret)),
+    h('div', { class: 'controls' },
+      h('div', { class: 'field inline' }, h('label', { for: 'qr-current', text: 'current' }), cur),
+      h('div', { class: 'field inline' }, h('label', { for: 'qr-size', text: 'size' }), size),
+      h('div', { class: 'field inline' }, h('label', { for: 'qr-order', text: 'order' }), order),
+      h('div', { class: 'field inline' }, h('label', { for: 'qr-select', text: 'select' }), sel, fieldsList)),
+    status.el,
+    listBlock.el, lastBlock.el,
+    h('div', { class: 'actions left' }, tryList, tryLast),
+    response));
+  update();
+  loadSecret(false);
+}
+
+/** Read-only highlighted Lua. */
+export function luaBlock(src, label) {
+  return h('pre', { class: 'hl static', tabindex: '0', 'aria-label': label },
+    tokenize(src).map(([cls, text]) => (cls ? h('span', { class: `t-${cls}`, text }) : text)));
+}
+
+export function renderScriptTab(ctx, body, m) {
+  const sample = sampleForModel(m);
+  const preview = savePreview(m);
+  const useId = uid('use');
+  mount(body, h('section', { class: 'panel', 'aria-labelledby': 'script-title' },
+    h('h2', { id: 'script-title', text: 'Storing data from a script' }),
+    h('p', {}, 'Rule scripts store records with ', h('code', { text: 'rds:Save(uuid, table)' }), ' (a new record) or ',
+      h('code', { text: 'rds:UpdateLast(uuid, table)' }), ' (merge into the latest record). Both return nil, or an error text to report with ', h('code', { text: 'Throw(err)' }), '.'),
+    m.published ? null : h('p', { class: 'status-line error', text: 'Publish the model first: rds:Save fails on a draft model.' }),
+    h('h3', { text: 'Preview' }),
+    h('div', { class: 'url-row' }, luaBlock(preview, 'rds:Save preview'), copyButton(preview, 'Copy', 'Copy the rds:Save preview')),
+    h('h3', { text: 'Sample rule for this model' }),
+    h('p', { class: 'hint', text: 'Takes a JSON array of {tag, value} rows (as Modbus inputs send), maps tags to attributes and saves one record.' }),
+    luaBlock(sample, 'Sample rule script'),
+    h('div', { class: 'actions left' },
+      copyButton(sample, 'Copy sample', 'Copy the sample rule'),
+      h('a', { id: useId, class: 'button primary', href: `#/rules/new?schema=${encodeURIComponent(m.uuid)}`, text: 'Create a rule with this sample' }))));
+}

@@ -1,0 +1,62 @@
+// Shared, cached server state: the data models with their attributes. Views subscribe to changes.
+import { get } from './api.js';
+
+/** @typedef {{uuid:string,name:string,label:string,type:string,rw:string,unit:string,description:string,rule:any}} Attr */
+/** @typedef {{uuid:string,name:string,description:string,published:boolean,attributes:Attr[]}} Model */
+
+export const state = {
+  /** @type {Model[]} */
+  models: [],
+  loaded: false,
+};
+
+const listeners = new Set();
+export function onModelsChanged(fn) { listeners.add(fn); return () => listeners.delete(fn); }
+function emit() { for (const fn of listeners) fn(state.models); }
+
+function asArray(d) {
+  if (Array.isArray(d)) return d;
+  if (d && Array.isArray(d.records)) return d.records;
+  return [];
+}
+
+/** The attributes of one model, in model order. */
+export async function fetchAttributes(uuid) {
+  const d = await get('schema/properties/list', { schema_uuid: uuid, current: 1, size: 1000 });
+  return asArray(d);
+}
+
+/** Reload every model and its attributes. */
+export async function loadModels() {
+  const list = asArray(await get('schema/list'));
+  const models = await Promise.all(list.map(async (m) => ({
+    uuid: m.uuid,
+    name: m.name,
+    description: m.description || '',
+    published: Boolean(m.published),
+    attributes: Array.isArray(m.attributes) ? m.attributes : await fetchAttributes(m.uuid),
+  })));
+  state.models = models;
+  state.loaded = true;
+  emit();
+  return models;
+}
+
+/** Reload one model (detail + attributes) in place. */
+export async function reloadModel(uuid) {
+  const [d, attrs] = await Promise.all([get('schema/detail', { uuid }), fetchAttributes(uuid)]);
+  const m = { uuid: d.uuid || uuid, name: d.name, description: d.description || '', published: Boolean(d.published), attributes: attrs };
+  const i = state.models.findIndex((x) => x.uuid === uuid);
+  if (i >= 0) state.models[i] = m; else state.models.push(m);
+  emit();
+  return m;
+}
+
+export function findModel(uuid) { return state.models.find((m) => m.uuid === uuid); }
+
+export function removeModel(uuid) {
+  state.models = state.models.filter((m) => m.uuid !== uuid);
+  emit();
+}
+
+export const NUMERIC = new Set(['INTEGER', 'FLOAT']);

@@ -1,0 +1,129 @@
+/**
+ * End-to-end harness: the real service from dist/ on loopback (temp data dir, port 0, our own admin token
+ * and secret) and Debian's headless Chromium driven by playwright-core (never a downloaded browser).
+ * The pages are served with the strict Content-Security-Policy the UI must live with, and every request
+ * the page makes must stay on the service's origin.
+ */
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Config } from '../../src/config/types.js';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+export const RESULTS = path.join(ROOT, 'test-results', 'ui');
+export const DOC_IMAGES = path.join(ROOT, 'docs', 'images');
+export const ADMIN_TOKEN = 'e2e-admin-token-4f1c';
+/** Has characters that must be URL-encoded, so the quick-request URLs are checked for real. */
+export const SECRET = 'e2e s3cr&t=1/+';
+export const CSP = "default-src 'self'";
+
+export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+export const CHROMIUM_ARGS = [
+  '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync',
+];
+
+interface RunningService { host?: string; port: number; stop(): Promise<void> }
+
+export interface Env {
+  base: string;
+  browser: Browser;
+  context: BrowserContext;
+  page: Page;
+  /** Console errors, page errors, CSP violations and off-origin requests seen so far. */
+  problems: string[];
+  dataDir: string;
+  close(): Promise<void>;
+}
+
+async function startServer(dataDir: string): Promise<RunningService> {
+  const serverJs = path.join(ROOT, 'dist', 'server.js');
+  const configJs = path.join(ROOT, 'dist', 'config', 'index.js');
+  if (!existsSync(serverJs)) throw new Error('dist/server.js is missing: run `npm run build` first (npm run test:e2e does)');
+  const { startService } = await import(pathToFileURL(serverJs).href);
+  const { loadConfig } = await import(pathToFileURL(configJs).href);
+  const { default: pino } = await import('pino');
+  const loaded = await loadConfig({ env: { EDGE_DATACENTER_MAIN_DATA_DIR: dataDir } });
+  const config = loaded.config as Config;
+  config.main.dataDir = dataDir;
+  config.main.adminToken = ADMIN_TOKEN;
+  config.main.secrets = [SECRET];
+  config.main.logLevel = 'silent';
+  config.http.host = '127.0.0.1';
+  config.http.port = 0;
+  config.scripts.workers = 1;
+  return (await startService(config, pino({ level: 'silent' }))) as RunningService;
+}
+
+/** Start the service and a browser page on it (expected 400/401/409 resource errors are not counted as problems). */
+export async function setup(): Promise<Env> {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'edc-e2e-'));
+  const service = await startServer(dataDir);
+  const base = `http://127.0.0.1:${service.port}`;
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
+  const context = await browser.newContext({ viewport: { width: 1280, height: 860 }, acceptDownloads: true, locale: 'en-US', timezoneId: 'UTC' });
+  const problems: string[] = [];
+  // The service itself must send the strict CSP on documents: fail on a page served without it.
+  context.on('response', (response) => {
+    const url = new URL(response.url());
+    const isDocument = url.origin === base && (url.pathname === '/' || url.pathname.endsWith('.html'));
+    const policy = response.headers()['content-security-policy'] ?? '';
+    if (isDocument && !policy.startsWith(CSP)) problems.push(`CSP header missing on ${url.pathname}: "${policy}"`);
+  });
+  const page = await context.newPage();
+  page.on('console', (m) => {
+    const text = m.text();
+    if (/Content Security Policy|Refused to/i.test(text)) problems.push(`CSP: ${text}`);
+    else if (m.type() === 'error' && !/Failed to load resource: the server responded with a status of (400|401|409)/.test(text)) problems.push(`console: ${text}`);
+  });
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  page.on('request', (r) => {
+    const u = r.url();
+    if (!u.startsWith(`${base}/`) && !u.startsWith('blob:') && !u.startsWith('data:')) problems.push(`off-origin request: ${u}`);
+  });
+  mkdirSync(RESULTS, { recursive: true });
+  return {
+    base, browser, context, page, problems, dataDir,
+    async close() {
+      await browser.close().catch(() => undefined);
+      await service.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * Save a screenshot into test-results/ui/; `doc` names a copy in docs/images/ (skipped on CI so a CI run
+ * never rewrites tracked files).
+ */
+export async function shot(page: Page, name: string, opts: { fullPage?: boolean; doc?: string } = {}): Promise<string> {
+  const file = path.join(RESULTS, `${name}.png`);
+  await page.screenshot({ path: file, fullPage: opts.fullPage ?? false, animations: 'disabled', caret: 'hide' });
+  if (opts.doc && !process.env.CI) {
+    mkdirSync(DOC_IMAGES, { recursive: true });
+    copyFileSync(file, path.join(DOC_IMAGES, `${opts.doc}.png`));
+  }
+  return file;
+}
+
+export async function signIn(page: Page, base: string, token = ADMIN_TOKEN): Promise<void> {
+  await page.goto(`${base}/`);
+  await page.evaluate('sessionStorage.clear()');
+  await page.reload();
+  await page.getByLabel('Admin token').fill(token);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+}
+
+/** Management API call from the test (to set up or inspect state), with the admin token. */
+export async function api<T = unknown>(base: string, method: string, pathAndQuery: string, body?: unknown): Promise<T> {
+  const res = await fetch(`${base}/api/v1/${pathAndQuery}`, {
+    method,
+    headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const json = (await res.json()) as { code: number; msg: string; data: T };
+  if (!res.ok || json.code !== 200) throw new Error(`${method} ${pathAndQuery}: ${res.status} ${json.msg}`);
+  return json.data;
+}

@@ -1,0 +1,13 @@
+import { defineConfig } from 'vitest/config';
+
+// Browser tests (test/e2e): the real service from dist/ plus Debian's headless Chromium, one file at a time.
+export default defineConfig({
+  test: {
+    include: ['test/e2e/**/*.test.ts'],
+    pool: 'forks',
+    fileParallelism: false,
+    testTimeout: 180_000,
+    hookTimeout: 120_000,
+    reporters: ['default'],
+  },
+});
