@@ -1,0 +1,121 @@
+/**
+ * One server under test for bench/http.ts, in its own process: ours (the real service) or the
+ * node:http + better-sqlite3 reference, loaded with the same records. Prints `READY <port> <uuid>
+ * <secret>` when it serves, appends `--writes` records per second while it runs, exits on SIGTERM.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { pino } from 'pino';
+import { loadConfig } from '../src/config/index.js';
+import { openData } from '../src/server.js';
+import { startHttpServer } from '../src/http/server.js';
+import { startSqliteHttpServer } from './baselines/sqlite-http-server.js';
+import type { Row } from './baselines/sqlite-store.js';
+
+const FIELDS = ['device_id', 'temperature', 'humidity', 'pressure', 'battery', 'status'] as const;
+const SECRET = 'bench-secret';
+const WRITE_TICK_MS = 10;
+
+const { values: args } = parseArgs({
+  options: {
+    impl: { type: 'string' },
+    records: { type: 'string', default: '1000000' },
+    writes: { type: 'string', default: '0' },
+  },
+});
+const records = Number(args.records);
+const writesPerTick = Math.round((Number(args.writes) * WRITE_TICK_MS) / 1000);
+
+function sensorRecord(i: number): Row {
+  return {
+    device_id: `gw-dev-${i % 64}`,
+    temperature: 20 + (i % 1000) / 100,
+    humidity: 40 + (i % 500) / 10,
+    pressure: 1013.25 - (i % 300) / 10,
+    battery: 100 - (i % 100),
+    status: i % 97 === 0 ? 'alarm' : 'ok',
+  };
+}
+
+function progress(message: string): void {
+  process.stderr.write(`[http-target ${args.impl}] ${message}\n`);
+}
+
+interface Running {
+  port: number;
+  uuid: string;
+  write(i: number): void;
+  close(): Promise<void>;
+}
+
+async function startOurs(dir: string): Promise<Running> {
+  const { config } = await loadConfig({
+    env: {
+      EDGE_DATACENTER_MAIN_DATA_DIR: dir,
+      EDGE_DATACENTER_MAIN_DATASCHEMA_SECRETS: SECRET,
+      EDGE_DATACENTER_MAIN_ADMIN_TOKEN: 'bench-admin',
+      EDGE_DATACENTER_HTTP_HOST: '127.0.0.1',
+      EDGE_DATACENTER_HTTP_PORT: '0',
+    },
+  });
+  const { store, registry } = await openData(config);
+  const model = await registry.create({ name: 'bench' });
+  for (const name of FIELDS) {
+    const type = name === 'device_id' || name === 'status' ? 'STRING' : name === 'battery' ? 'INTEGER' : 'FLOAT';
+    await registry.createAttribute({ schemaId: model.uuid, name, label: name, type });
+  }
+  await registry.publish(model.uuid);
+  const log = registry.log(model.uuid);
+  for (let i = 0; i < records; i++) {
+    log.save(sensorRecord(i));
+    if (i % 100_000 === 0) await log.durable();
+  }
+  await log.durable();
+  const http = await startHttpServer({ config, registry, logger: pino({ level: 'silent' }) });
+  return {
+    port: http.port,
+    uuid: model.uuid,
+    write: (i) => log.save(sensorRecord(i)),
+    close: async () => {
+      await http.close();
+      await store.close();
+    },
+  };
+}
+
+async function startSqlite(dir: string): Promise<Running> {
+  const uuid = 'SCHEMABENCH2345';
+  const server = await startSqliteHttpServer({ file: join(dir, 'bench.db'), modelId: uuid, secret: SECRET, fields: FIELDS });
+  const batch: Row[] = [];
+  for (let i = 0; i < records; i++) {
+    batch.push(sensorRecord(i));
+    if (batch.length === 10_000) server.db.insertMany(batch.splice(0));
+  }
+  server.db.insertMany(batch);
+  return { port: server.port, uuid, write: (i) => server.db.insert(sensorRecord(i)), close: () => server.close() };
+}
+
+async function main(): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), `bench-http-${args.impl}-`));
+  progress(`loading ${records.toLocaleString()} records`);
+  const running = args.impl === 'ours' ? await startOurs(dir) : await startSqlite(dir);
+  let written = records;
+  const writer =
+    writesPerTick > 0
+      ? setInterval(() => {
+          for (let n = 0; n < writesPerTick; n++) running.write(written++);
+        }, WRITE_TICK_MS)
+      : undefined;
+  process.once('SIGTERM', () => {
+    clearInterval(writer);
+    void running
+      .close()
+      .then(() => rm(dir, { recursive: true, force: true }))
+      .then(() => process.exit(0));
+  });
+  process.stdout.write(`READY ${running.port} ${running.uuid} ${SECRET}\n`);
+}
+
+await main();
