@@ -17,6 +17,7 @@ import { type FileIo, fsyncDir, writeFileAtomic } from './file-io.js';
 import {
   CHECKPOINT_INTERVAL_MS,
   ITERATE_CHUNK_RECORDS,
+  LATEST_PROJECTIONS_MAX,
   PAGE_SIZE_MAX,
   RECORD_BYTES_MAX,
   RETENTION_CHECK_INTERVAL_MS,
@@ -160,6 +161,7 @@ export class ModelLog {
     let v = g.lastProjected.get(key);
     if (!v) {
       v = Object.freeze(toView(projection(this.fields, select), g.lastId, g.lastTs, g.lastValues));
+      if (g.lastProjected.size >= LATEST_PROJECTIONS_MAX) g.lastProjected.clear();
       g.lastProjected.set(key, v);
     }
     return v;

@@ -33,6 +33,23 @@ async function checkAllPages(log: ModelLog, firstId: number, lastId: number): Pr
 }
 
 describe('ModelLog writes and reads', () => {
+  it('answers latest() for many distinct projections while keeping its cache bounded', async () => {
+    const store = await openStore(tmpDir());
+    const log = await openModel(store);
+    log.save(rec(1));
+    const full = log.latest()!;
+    const selects: string[][] = [];
+    const names = ['id', 'create_at', ...FIELDS];
+    for (let mask = 1; mask < 1 << names.length; mask++) selects.push(names.filter((_, i) => mask & (1 << i)));
+    expect(selects.length).toBeGreaterThan(64);
+    for (const select of [...selects, ...selects]) {
+      const view = log.latest(select)!;
+      expect(Object.keys(view)).toEqual(select);
+      for (const k of select) expect(view[k]).toEqual(full[k]);
+    }
+    await store.close();
+  });
+
   it('assigns contiguous ids and non-decreasing timestamps, and serves unflushed records', async () => {
     const store = await openStore(tmpDir());
     const log = await openModel(store);
