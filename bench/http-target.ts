@@ -13,8 +13,8 @@ import { openData } from '../src/server.js';
 import { startHttpServer } from '../src/http/server.js';
 import { startSqliteHttpServer } from './baselines/sqlite-http-server.js';
 import type { Row } from './baselines/sqlite-store.js';
+import { FIELDS, sensorRecord } from './records.js';
 
-const FIELDS = ['device_id', 'temperature', 'humidity', 'pressure', 'battery', 'status'] as const;
 const SECRET = 'bench-secret';
 const WRITE_TICK_MS = 10;
 
@@ -27,17 +27,6 @@ const { values: args } = parseArgs({
 });
 const records = Number(args.records);
 const writesPerTick = Math.round((Number(args.writes) * WRITE_TICK_MS) / 1000);
-
-function sensorRecord(i: number): Row {
-  return {
-    device_id: `gw-dev-${i % 64}`,
-    temperature: 20 + (i % 1000) / 100,
-    humidity: 40 + (i % 500) / 10,
-    pressure: 1013.25 - (i % 300) / 10,
-    battery: 100 - (i % 100),
-    status: i % 97 === 0 ? 'alarm' : 'ok',
-  };
-}
 
 function progress(message: string): void {
   process.stderr.write(`[http-target ${args.impl}] ${message}\n`);

@@ -11,20 +11,8 @@ import { Bench } from 'tinybench';
 import { Store } from '../src/store/index.js';
 import type { Durability, StoreOptions } from '../src/store/types.js';
 import { SqliteBaseline, type Row } from './baselines/sqlite-store.js';
+import { FIELDS, sensorRecord } from './records.js';
 import { printTable, writeResults, type Figure } from './report.js';
-
-const FIELDS = ['device_id', 'temperature', 'humidity', 'pressure', 'battery', 'status'] as const;
-
-function sensorRecord(i: number): Row {
-  return {
-    device_id: `gw-dev-${i % 64}`,
-    temperature: 20 + (i % 1000) / 100,
-    humidity: 40 + (i % 500) / 10,
-    pressure: 1013.25 - (i % 300) / 10,
-    battery: 100 - (i % 100),
-    status: i % 97 === 0 ? 'alarm' : 'ok',
-  };
-}
 
 const { values: args } = parseArgs({
   options: {
