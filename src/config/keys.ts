@@ -72,6 +72,12 @@ export const CONFIG_KEYS: readonly KeySpec[] = [
     help: 'Log verbosity.',
   },
   {
+    section: 'main', key: 'metrics_token',
+    target: ['main', 'metricsToken'], kind: 'string', default: undefined,
+    help: 'Bearer token that opens GET /metrics only (for a Prometheus scraper). The admin token always works.\n'
+      + 'Not set: only the admin token opens /metrics.',
+  },
+  {
     section: 'plugin.http_server', key: 'host',
     target: ['http', 'host'], kind: 'string', default: '0.0.0.0',
     help: 'Listen address.',
@@ -95,6 +101,18 @@ export const CONFIG_KEYS: readonly KeySpec[] = [
     section: 'plugin.http_server', key: 'idle_timeout_s',
     target: ['http', 'idleTimeoutS'], kind: 'int', min: 1, max: 3600, default: 60,
     help: 'Seconds an idle keep-alive connection stays open.',
+  },
+  {
+    section: 'plugin.http_server', key: 'max_connections',
+    target: ['http', 'maxConnections'], kind: 'int', min: 0, max: 1_000_000, default: 1000,
+    help: 'Open client connections at most; a connection beyond it gets 503 with Retry-After and is closed.\n'
+      + '0 = no limit.',
+  },
+  {
+    section: 'plugin.http_server', key: 'auth_failures_per_minute',
+    target: ['http', 'authFailuresPerMinute'], kind: 'int', min: 0, max: 1_000_000, default: 20,
+    help: 'Wrong secrets or tokens allowed per client address per minute; beyond it the address gets 429\n'
+      + 'with Retry-After until it is back under the limit. 0 = no limit.',
   },
   {
     section: 'store', key: 'sync',

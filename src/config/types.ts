@@ -12,6 +12,8 @@ export interface Config {
     /** Bearer token of every management call. */
     adminToken: string;
     logLevel: LogLevel;
+    /** Opens GET /metrics only; '' = not set (the admin token still works). */
+    metricsToken: string;
   };
   http: {
     host: string;
@@ -19,6 +21,10 @@ export interface Config {
     urlBytesMax: number;
     bodyBytesMax: number;
     idleTimeoutS: number;
+    /** Open connections at most; 0 = no limit. */
+    maxConnections: number;
+    /** Wrong credentials per address per minute before 429; 0 = no limit. */
+    authFailuresPerMinute: number;
   };
   store: {
     sync: Durability;

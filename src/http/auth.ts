@@ -48,18 +48,38 @@ export function requestSecret(ctx: RequestCtx): string | undefined {
   return ctx.header('x-api-secret');
 }
 
-export function checkSecret(secrets: SecretSet, ctx: RequestCtx): void {
+/**
+ * Wrong credentials per client address (see throttle.ts). `check` throws 429 while the address is over
+ * the limit; `fail` counts one wrong credential. Missing credentials are not counted: they guess nothing.
+ */
+export interface FailureLimiter {
+  /** Throws 429 while the request's address is over the limit. */
+  guard(ctx: { readonly remoteAddress: string }): void;
+  /** Counts one wrong credential for the request's address. */
+  failed(ctx: { readonly remoteAddress: string }): void;
+}
+
+export function checkSecret(secrets: SecretSet, ctx: RequestCtx, limiter?: FailureLimiter): void {
+  limiter?.guard(ctx);
   const given = requestSecret(ctx);
   if (given === undefined) {
     throw new AuthError("missing secret: give the query parameter 'secrets' (or 'secret', or the header X-Api-Secret)");
   }
-  if (!secrets.matches(given)) throw new AuthError('wrong secret');
+  if (!secrets.matches(given)) {
+    limiter?.failed(ctx);
+    throw new AuthError('wrong secret');
+  }
 }
 
-export function adminGuard(tokens: SecretSet): (ctx: RequestCtx) => void {
+/** A guard accepting any of `tokens` as `Authorization: Bearer`; `what` names the credential in messages. */
+export function adminGuard(tokens: SecretSet, limiter?: FailureLimiter, what = 'admin token'): (ctx: RequestCtx) => void {
   return (ctx) => {
+    limiter?.guard(ctx);
     const token = bearerToken(ctx);
-    if (token === undefined) throw new AuthError('missing admin token: send the header Authorization: Bearer <admin_token>');
-    if (!tokens.matches(token)) throw new AuthError('wrong admin token');
+    if (token === undefined) throw new AuthError(`missing ${what}: send the header Authorization: Bearer <${what.replaceAll(' ', '_')}>`);
+    if (!tokens.matches(token)) {
+      limiter?.failed(ctx);
+      throw new AuthError(`wrong ${what}`);
+    }
   };
 }

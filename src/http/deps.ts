@@ -66,6 +66,8 @@ export interface EngineApi {
   /** true when the token is the input's push token. May also throw an EdgeError (401/404). */
   authenticatePush(inendUuid: string, token: string): Awaitable<boolean | void>;
   push(inendUuid: string, payloads: string[]): Promise<PushResult>;
+  /** Payloads waiting for the input (metrics); optional. */
+  queueDepth?(inendUuid: string): number;
 }
 
 export interface HttpDeps {

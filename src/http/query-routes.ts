@@ -3,7 +3,7 @@
  * queryLastData is polled by HMIs: its path has no await (registry, log and latest record are in memory).
  */
 import { StateError } from '../errors.js';
-import { checkSecret, type SecretSet } from './auth.js';
+import { checkSecret, type FailureLimiter, type SecretSet } from './auth.js';
 import type { RegistryApi } from './deps.js';
 import { formatRecord, isoSeconds, spacedSeconds } from './format.js';
 import { pageCurrent, pageOrder, pageSize, required, selectFields } from './params.js';
@@ -17,13 +17,13 @@ function publishedModel(registry: RegistryApi, uuid: string) {
   return model;
 }
 
-export function addQueryRoutes(router: Router, registry: RegistryApi, secrets: SecretSet): void {
+export function addQueryRoutes(router: Router, registry: RegistryApi, secrets: SecretSet, limiter?: FailureLimiter): void {
   router.add({
     method: 'GET',
     path: '/api/v1/datacenter/queryDataList',
     cors: true,
     handler: async (ctx: RequestCtx) => {
-      checkSecret(secrets, ctx);
+      checkSecret(secrets, ctx, limiter);
       const query = ctx.query;
       const uuid = required(query, 'uuid');
       const current = pageCurrent(query);
@@ -42,7 +42,7 @@ export function addQueryRoutes(router: Router, registry: RegistryApi, secrets: S
     path: '/api/v1/datacenter/queryLastData',
     cors: true,
     handler: (ctx: RequestCtx) => {
-      checkSecret(secrets, ctx);
+      checkSecret(secrets, ctx, limiter);
       const query = ctx.query;
       const uuid = required(query, 'uuid');
       const model = publishedModel(registry, uuid);

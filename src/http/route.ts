@@ -38,6 +38,9 @@ export class RequestCtx {
   /** Set by the router for routes that answer cross-origin requests. */
   cors = false;
   private parsedQuery: QueryParams | undefined;
+  private remote: string | undefined;
+  /** Reads the peer address from the uWS response (set by the router). */
+  remoteSource: (() => string) | undefined;
 
   constructor(
     readonly method: string,
@@ -50,6 +53,23 @@ export class RequestCtx {
   get query(): QueryParams {
     if (this.parsedQuery === undefined) this.parsedQuery = parseQueryString(this.rawQuery);
     return this.parsedQuery;
+  }
+
+  /**
+   * The client address as uWS reports it (`127.0.0.1`, `::1`; IPv4-mapped IPv6 is shown as IPv4).
+   * Read on first use; '' when unknown (the client has gone).
+   */
+  get remoteAddress(): string {
+    if (this.remote === undefined) {
+      let text = '';
+      try {
+        text = this.remoteSource?.() ?? '';
+      } catch {
+        // the response was aborted: the address is no longer available
+      }
+      this.remote = text.startsWith('::ffff:') && text.includes('.') ? text.slice(7) : text;
+    }
+    return this.remote;
   }
 
   /** Lower-case name. Empty values count as absent. */
@@ -111,10 +131,18 @@ export interface RouterOptions {
 class Exchange {
   aborted = false;
   finished = false;
+  /** The request was counted in the router's request counts. */
+  counted = false;
+  /** The route pattern for metrics: a route's path, `/api/*` (no such route), `static` or `none`. */
+  label = 'none';
   private hooked = false;
   onAbort: (() => void) | undefined;
 
-  constructor(readonly res: HttpResponse) {}
+  constructor(
+    readonly res: HttpResponse,
+    readonly method: string,
+    private readonly tally: (ex: Exchange, status: number | 'aborted') => void,
+  ) {}
 
   /** Must run before the uWS handler returns whenever the answer comes later. */
   hookAbort(): void {
@@ -122,6 +150,7 @@ class Exchange {
     this.hooked = true;
     this.res.onAborted(() => {
       this.aborted = true;
+      this.tally(this, 'aborted');
       this.onAbort?.();
     });
   }
@@ -152,10 +181,46 @@ function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
   return typeof value === 'object' && value !== null && typeof (value as { then?: unknown }).then === 'function';
 }
 
+/** Methods counted under their own name in the request counts; any other is `OTHER`. */
+const COUNTED_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'PATCH']);
+
+export interface RequestCount {
+  route: string;
+  method: string;
+  /** An HTTP status, or `aborted` when the client went away before the answer. */
+  status: string;
+  count: number;
+}
+
 export class Router {
   private readonly table = new Map<string, Map<string, Route>>();
+  /** `route \0 method \0 status` -> requests answered. Bounded: routes x methods x statuses. */
+  private readonly counts = new Map<string, number>();
+  private readonly tally = (ex: Exchange, status: number | 'aborted'): void => {
+    if (ex.counted) return;
+    ex.counted = true;
+    const key = `${ex.label}\u0000${ex.method}\u0000${status}`;
+    this.counts.set(key, (this.counts.get(key) ?? 0) + 1);
+  };
 
   constructor(private readonly options: RouterOptions) {}
+
+  /** Requests answered so far, by route pattern, method and status (for /metrics). */
+  requestCounts(): RequestCount[] {
+    const out: RequestCount[] = [];
+    for (const [key, count] of this.counts) {
+      const [route, method, status] = key.split('\u0000');
+      out.push({ route, method, status, count });
+    }
+    return out;
+  }
+
+  /** Every registered route: method and path (fuzzing, documentation). */
+  routes(): Array<{ method: Method; path: string }> {
+    const out: Array<{ method: Method; path: string }> = [];
+    for (const [path, byMethod] of this.table) for (const method of byMethod.keys()) out.push({ method: method as Method, path });
+    return out;
+  }
 
   add(route: Route): this {
     let byMethod = this.table.get(route.path);
@@ -181,14 +246,15 @@ export class Router {
     req.forEach((key, value) => {
       headers[key] = value;
     });
-    const ex = new Exchange(res);
+    const ex = new Exchange(res, COUNTED_METHODS.has(method) ? method : 'OTHER', this.tally);
     const ctx = new RequestCtx(method, path, rawQuery, headers);
+    ctx.remoteSource = () => Buffer.from(res.getRemoteAddressAsText()).toString();
     try {
       const urlBytes = Buffer.byteLength(path) + (rawQuery.length > 0 ? rawQuery.length + 1 : 0);
       if (urlBytes > this.options.urlBytesMax) {
         throw new UriTooLongError(`request URL is ${urlBytes} bytes, more than the limit of ${this.options.urlBytesMax}`);
       }
-      const route = this.resolve(ctx);
+      const route = this.resolve(ctx, ex);
       if (route === undefined) return this.writeRaw(ex, ctx, new RawReply(204, CORS_PREFLIGHT, ''));
       route.guard?.(ctx);
       if (method === 'GET' || method === 'HEAD') return this.run(ex, ctx, route);
@@ -199,11 +265,12 @@ export class Router {
   }
 
   /** The route for the request; undefined means "answer a CORS preflight". Throws 404/405. */
-  private resolve(ctx: RequestCtx): Route | undefined {
+  private resolve(ctx: RequestCtx, ex: Exchange): Route | undefined {
     let path = ctx.path;
     if (path.length > 1 && path.endsWith('/')) path = path.slice(0, -1);
     const byMethod = this.table.get(path);
     if (byMethod !== undefined) {
+      ex.label = path;
       const route = byMethod.get(ctx.method);
       if (route !== undefined) {
         ctx.cors = route.cors === true;
@@ -216,7 +283,11 @@ export class Router {
       }
       throw new AllowError(`method ${ctx.method} is not allowed on ${path}; use ${allowed.join(' or ')}`, allowed);
     }
-    if (path === '/api' || path.startsWith('/api/')) throw new NotFoundError(`no such route: ${path}`);
+    if (path === '/api' || path.startsWith('/api/')) {
+      ex.label = '/api/*';
+      throw new NotFoundError(`no such route: ${path}`);
+    }
+    ex.label = 'static';
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
       throw new AllowError(`method ${ctx.method} is not allowed on ${path}; use GET or HEAD`, ['GET', 'HEAD']);
     }
@@ -277,19 +348,23 @@ export class Router {
   private writeJson(ex: Exchange, ctx: RequestCtx, status: number, body: string, extra?: Record<string, string>, close = false): void {
     if (!ex.open) return;
     ex.finished = true;
+    this.tally(ex, status);
     const res = ex.res;
     res.cork(() => {
       res.writeStatus(statusLine(status));
       for (const [key, value] of JSON_HEADERS) res.writeHeader(key, value);
       if (ctx.cors) res.writeHeader('Access-Control-Allow-Origin', '*');
       if (extra !== undefined) for (const key in extra) res.writeHeader(key, extra[key]);
-      res.end(body, close);
+      // uWS does not strip bodies from answers to HEAD: a body there would be read as the next response.
+      if (ctx.method === 'HEAD') endHead(res, Buffer.byteLength(body));
+      else res.end(body, close);
     });
   }
 
   private writeRaw(ex: Exchange, ctx: RequestCtx, reply: RawReply): void {
     if (!ex.open) return;
     ex.finished = true;
+    this.tally(ex, reply.status);
     const res = ex.res;
     res.cork(() => {
       res.writeStatus(statusLine(reply.status));
@@ -297,8 +372,9 @@ export class Router {
         res.writeHeader('Access-Control-Allow-Origin', '*');
       }
       for (const key in reply.headers) res.writeHeader(key, reply.headers[key]);
-      if (reply.headOnly) res.endWithoutBody(typeof reply.body === 'string' ? Buffer.byteLength(reply.body) : reply.body.byteLength);
-      else res.end(reply.body);
+      if (reply.headOnly || ctx.method === 'HEAD') {
+        endHead(res, typeof reply.body === 'string' ? Buffer.byteLength(reply.body) : reply.body.byteLength);
+      } else res.end(reply.body);
     });
   }
 
@@ -320,6 +396,7 @@ export class Router {
     });
     const writeHead = (): void => {
       headWritten = true;
+      this.tally(ex, 200);
       res.writeStatus('200 OK');
       res.writeHeader('X-Content-Type-Options', 'nosniff');
       res.writeHeader('Cache-Control', 'no-store');
@@ -387,6 +464,16 @@ export class Router {
     const close = status === 413 || (ctx.body === EMPTY && ctx.method !== 'GET' && hasBody(ctx));
     this.writeJson(ex, ctx, status, JSON.stringify({ code: status, msg, data: null }), extra, close);
   }
+}
+
+/**
+ * Ends an answer to HEAD: the length the body would have, no body. In this uWS build
+ * `endWithoutBody(length)` (with an argument) sends nothing at all and leaves the request hanging, so
+ * the header is written by hand and `endWithoutBody()` is called without arguments.
+ */
+function endHead(res: HttpResponse, length: number): void {
+  res.writeHeader('Content-Length', String(length));
+  res.endWithoutBody();
 }
 
 function hasBody(ctx: RequestCtx): boolean {

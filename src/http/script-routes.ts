@@ -3,7 +3,7 @@
  * token; a push needs the input's own push token. Without a script engine every route answers 503.
  */
 import { AuthError, InvalidArgumentError, UnavailableError } from '../errors.js';
-import { bearerToken } from './auth.js';
+import { bearerToken, type FailureLimiter } from './auth.js';
 import type { EngineApi } from './deps.js';
 import { required } from './params.js';
 import { jsonBody, type RequestCtx, type Route, type Router } from './route.js';
@@ -29,7 +29,7 @@ export function pushPayloads(ctx: RequestCtx): string[] {
   return payloads;
 }
 
-export function addScriptRoutes(router: Router, engine: EngineApi | undefined, guard: Guard): void {
+export function addScriptRoutes(router: Router, engine: EngineApi | undefined, guard: Guard, limiter?: FailureLimiter): void {
   const need = (): EngineApi => {
     if (engine === undefined) throw new UnavailableError('the script engine is not running', 5);
     return engine;
@@ -64,6 +64,7 @@ export function addScriptRoutes(router: Router, engine: EngineApi | undefined, g
     method: 'POST',
     path: '/inends/push',
     guard: (ctx) => {
+      limiter?.guard(ctx);
       if (bearerToken(ctx) === undefined) {
         throw new AuthError("missing push token: send the header Authorization: Bearer <the input's token>");
       }
@@ -71,8 +72,19 @@ export function addScriptRoutes(router: Router, engine: EngineApi | undefined, g
     handler: async (ctx) => {
       const e = need();
       const uuid = required(ctx.query, 'uuid');
-      const ok = await e.authenticatePush(uuid, bearerToken(ctx) ?? '');
-      if (ok === false) throw new AuthError('wrong push token');
+      // The address is read now, while the response is certainly open.
+      const who = { remoteAddress: ctx.remoteAddress };
+      let ok: boolean | void;
+      try {
+        ok = await e.authenticatePush(uuid, bearerToken(ctx) ?? '');
+      } catch (err) {
+        if (err instanceof AuthError) limiter?.failed(who);
+        throw err;
+      }
+      if (ok === false) {
+        limiter?.failed(who);
+        throw new AuthError('wrong push token');
+      }
       return e.push(uuid, pushPayloads(ctx));
     },
   });

@@ -2,18 +2,23 @@
  * Builds the uWS app, registers every route and listens. `port: 0` picks a free port (tests).
  */
 import { adminGuard, SecretSet } from './auth.js';
+import { ConnectionGate } from './connections.js';
 import { addDatacenterRoutes } from './datacenter-routes.js';
 import type { HttpDeps } from './deps.js';
+import { createMetrics } from './metrics.js';
 import { addQueryRoutes } from './query-routes.js';
-import { Router } from './route.js';
+import { RawReply, Router } from './route.js';
 import { addSchemaRoutes } from './schema-routes.js';
 import { addScriptRoutes } from './script-routes.js';
 import { findPublicDir, staticHandler } from './static.js';
+import { AuthThrottle } from './throttle.js';
 import uWS, { type us_listen_socket } from './uws.js';
 
 export interface HttpServer {
   host: string;
   port: number;
+  /** Every route: method and path (fuzzing, documentation). */
+  routes: ReadonlyArray<{ method: string; path: string }>;
   close(): void;
 }
 
@@ -39,11 +44,26 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
     bodyBytesMax: config.http.bodyBytesMax,
     fallback: staticHandler(publicDir),
   });
-  const admin = adminGuard(new SecretSet([config.main.adminToken]));
-  addQueryRoutes(router, registry, new SecretSet(config.main.secrets));
+  const throttle = new AuthThrottle(config.http.authFailuresPerMinute);
+  const connections = new ConnectionGate(config.http.maxConnections);
+  const admin = adminGuard(new SecretSet([config.main.adminToken]), throttle);
+  addQueryRoutes(router, registry, new SecretSet(config.main.secrets), throttle);
   addSchemaRoutes(router, registry, admin);
   addDatacenterRoutes(router, registry, config, admin);
-  addScriptRoutes(router, engine, admin);
+  addScriptRoutes(router, engine, admin, throttle);
+  const metrics = createMetrics({ registry, engine, router, connections, throttle });
+  router.add({
+    method: 'GET',
+    path: '/metrics',
+    // The admin token, or the separate [main] metrics_token when one is configured.
+    guard: adminGuard(new SecretSet([config.main.adminToken, config.main.metricsToken]), throttle, 'metrics or admin token'),
+    handler: async () =>
+      new RawReply(
+        200,
+        { 'Content-Type': metrics.contentType, 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' },
+        await metrics.text(),
+      ),
+  });
   router.add({
     method: 'GET',
     path: '/healthz',
@@ -57,6 +77,7 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
   });
 
   const app = uWS.App();
+  connections.attach(app);
   router.attach(app);
   const host = config.http.host;
   const listenSocket = await new Promise<us_listen_socket>((resolve, reject) => {
@@ -70,6 +91,7 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
   return {
     host,
     port,
+    routes: router.routes(),
     close() {
       if (closed) return;
       closed = true;

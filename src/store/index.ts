@@ -12,3 +12,4 @@ export {
   WRITE_QUEUE_BYTES_MAX,
   storeOptions,
 } from './constants.js';
+export { FSYNC_BUCKETS_S, LatencyHistogram, type LatencySnapshot } from './latency.js';

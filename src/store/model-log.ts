@@ -8,6 +8,7 @@ import { Packr } from 'msgpackr';
 import { FRAME_HEADER_BYTES, FRAME_SAVE, FRAME_SUPERSEDE, type FrameType, checkFrame, sealFrame, frameTs } from './frame.js';
 import { Segment, indexName } from './segment.js';
 import { Writer } from './writer.js';
+import { LatencyHistogram } from './latency.js';
 import { type ManifestWriter } from './manifest.js';
 import { createModelDirSync, manifestOf, openModelDirSync } from './recovery.js';
 import { readRange, decodeValues, projection, toView, type Projection } from './reader.js';
@@ -74,6 +75,8 @@ export class ModelLog {
   private readonly fieldIndex: Map<string, number>;
   private readonly fullProjection: Projection;
   private readonly timers: NodeJS.Timeout[] = [];
+  /** Kept across generations (clear), so the counts only grow. */
+  private readonly fsyncLatency = new LatencyHistogram();
   private retentionRun: Promise<void> | undefined;
   private clearRun: Promise<void> = Promise.resolve();
   private closed = false;
@@ -214,6 +217,7 @@ export class ModelLog {
       segments: g.segments.length,
       bytes: totalBytes(g.segments),
       pendingSyncBytes: w.pendingSyncBytes,
+      fsync: this.fsyncLatency.snapshot(),
       ...(w.lastError !== undefined ? { lastError: w.lastError } : {}),
     };
   }
@@ -334,6 +338,7 @@ export class ModelLog {
         retryMs: this.c.readOnlyRetryMs,
         checkpoint: () => (gen.manifest ? gen.manifest.write(() => manifestOf(gen.segments)) : Promise.resolve()),
         onSealed: () => void this.enforceRetention().catch(() => {}),
+        fsyncLatency: this.fsyncLatency,
       },
       active,
       blocked,

@@ -2,6 +2,7 @@
  * The public shape of the storage engine. Everything outside src/store/ depends on these types only,
  * plus `Store.open` from src/store/store.ts.
  */
+import type { LatencySnapshot } from './latency.js';
 
 /** When a write counts as durable. See docs/storage-format.md. */
 export type Durability = 'none' | 'interval' | 'always';
@@ -89,4 +90,6 @@ export interface ModelLogStats {
   /** Writes accepted but not yet covered by an fdatasync. */
   pendingSyncBytes: number;
   lastError?: string;
+  /** Durations of the fdatasyncs of segment files since the model was opened (see latency.ts). */
+  fsync?: LatencySnapshot;
 }

@@ -12,6 +12,7 @@ import { writeIndex } from './index-file.js';
 import { FLUSH_DELAY_MS, WRITE_CHUNK_BYTES, assert } from './constants.js';
 import type { Durability, ModelLogState } from './types.js';
 import { StoreReadOnlyError } from '../errors.js';
+import type { LatencyHistogram } from './latency.js';
 
 /** Chunks per writev (IOV_MAX is 1024 on Linux). */
 const WRITEV_CHUNKS_MAX = 512;
@@ -34,6 +35,8 @@ export interface WriterOptions {
   /** Writes the manifest from the current in-memory state (checkpoint after a seal). */
   checkpoint: () => Promise<void>;
   onSealed: () => void;
+  /** Observes the duration of every successful fdatasync of a segment file. */
+  fsyncLatency?: LatencyHistogram;
 }
 
 export class Writer {
@@ -244,12 +247,17 @@ export class Writer {
     if (this.rewriteNeeded) await this.rewriteUnsynced(seg, file);
     const lsn = this.writtenLsn;
     const bytes = seg.writtenBytes;
-    await this.o.io.fdatasync(file.fd);
+    await this.fdatasync(file.fd);
     this.rewriteNeeded = false;
     this.syncRequested = false;
     seg.syncedBytes = bytes;
     this.syncedLsn = lsn;
     this.advanceDurable(lsn);
+  }
+
+  private fdatasync(fd: number): Promise<void> {
+    const latency = this.o.fsyncLatency;
+    return latency === undefined ? this.o.io.fdatasync(fd) : latency.time(() => this.o.io.fdatasync(fd));
   }
 
   /** After a failed fdatasync, dirty pages may be marked clean yet never persisted: dirty them again. */
@@ -264,7 +272,7 @@ export class Writer {
   /** Seal: the old segment is synced and indexed before the new one exists; then the manifest moves on. */
   private async seal(seg: Segment, next: Segment): Promise<void> {
     const file = seg.file as SegmentFile;
-    await this.o.io.fdatasync(file.fd);
+    await this.fdatasync(file.fd);
     seg.syncedBytes = seg.writtenBytes;
     this.syncedLsn = this.writtenLsn;
     this.advanceDurable(this.syncedLsn);

@@ -26,7 +26,9 @@ describe('loadConfig defaults', () => {
     try {
       const { config, firstStart } = await loadConfig({ env: {} });
       expect(config.main.dataDir).toBe(join(dir, 'data'));
-      expect(config.http).toEqual({ host: '0.0.0.0', port: 2580, urlBytesMax: 8192, bodyBytesMax: 4194304, idleTimeoutS: 60 });
+      expect(config.http).toEqual({
+        host: '0.0.0.0', port: 2580, urlBytesMax: 8192, bodyBytesMax: 4194304, idleTimeoutS: 60, maxConnections: 1000, authFailuresPerMinute: 20,
+      });
       expect(config.store).toEqual({
         sync: 'interval', syncIntervalMs: 1000, segmentBytes: 33554432, segmentAgeHours: 24,
         retentionMaxRecords: 0, retentionMaxBytes: 0, retentionMaxAgeHours: 0,
