@@ -70,6 +70,14 @@ export class TooManyRequestsError extends EdgeError {
   }
 }
 
+/** The request line is longer than `[plugin.http_server] url_bytes_max`. */
+export class UriTooLongError extends EdgeError {
+  constructor(message: string) {
+    super(message, 'ERR_URI_TOO_LONG', 414);
+    this.name = 'UriTooLongError';
+  }
+}
+
 /** Overloaded (a full queue) or unable to write (a read-only store). Retrying later may succeed. */
 export class UnavailableError extends EdgeError {
   readonly retryAfterS: number;

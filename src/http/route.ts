@@ -8,19 +8,11 @@
  * a logged 500 `internal error`.
  */
 import type { Logger } from 'pino';
-import { EdgeError, InvalidArgumentError, MethodNotAllowedError, NotFoundError, PayloadTooLargeError } from '../errors.js';
+import { EdgeError, InvalidArgumentError, MethodNotAllowedError, NotFoundError, PayloadTooLargeError, UriTooLongError } from '../errors.js';
 import { parseQueryString, type QueryParams } from './params.js';
 import type { HttpRequest, HttpResponse, TemplatedApp } from './uws.js';
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
-
-/** 414: the request line is longer than `[http] url_bytes_max`. Local: errors.ts has no class for it. */
-export class UriTooLongError extends EdgeError {
-  constructor(message: string) {
-    super(message, 'ERR_URI_TOO_LONG', 414);
-    this.name = 'UriTooLongError';
-  }
-}
 
 const STATUS_TEXT: Record<number, string> = {
   200: 'OK', 204: 'No Content', 304: 'Not Modified', 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden',
