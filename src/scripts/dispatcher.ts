@@ -5,12 +5,35 @@
  * earlier batch of the input has been applied.
  */
 import { InvalidArgumentError, UnavailableError } from '../errors.js';
+import { unpackOps } from './ops-pack.js';
 import { WorkerLostError, type ScriptPool } from './pool.js';
 import type { RuleStatsBook } from './stats.js';
-import type { LogFn, ModelSource, PushResult, RecordLog, RuleScripts, RunResult, RunTask } from './types.js';
+import type { LogFn, ModelSource, PushResult, RecordLog, RecordOp, RuleScripts, RunResult, RunTask } from './types.js';
 
-/** ~25 ms of work for the sample script: long enough to amortise the ~60 µs task cost, short enough to keep latency low. */
-export const BATCH_PAYLOADS_MAX = 512;
+/** A task's result with its records unpacked. */
+type BatchResult = Omit<RunResult, 'ops'> & { ops: RecordOp[] };
+
+function unpacked(result: RunResult): BatchResult {
+  return { ...result, ops: unpackOps(result.ops) };
+}
+
+/**
+ * A task carries about this much work: long enough to amortise the per-task cost (messaging, and
+ * this thread's appends while the worker waits for its next batch), short enough to keep latency
+ * low and far below the hard time limit, which a whole batch must fit in.
+ */
+export const BATCH_TARGET_MS = 25;
+/** Payloads per task, before the time per payload is known and at most afterwards. */
+export const BATCH_PAYLOADS_FIRST = 512;
+export const BATCH_PAYLOADS_MIN = 16;
+export const BATCH_PAYLOADS_MAX = 4096;
+
+/** Payloads that fill BATCH_TARGET_MS at the measured worker time per payload (all rules). */
+export function batchLimit(msPerPayload: number | undefined): number {
+  if (msPerPayload === undefined) return BATCH_PAYLOADS_FIRST;
+  const fit = Math.floor(BATCH_TARGET_MS / Math.max(msPerPayload, 1e-6));
+  return Math.min(BATCH_PAYLOADS_MAX, Math.max(BATCH_PAYLOADS_MIN, fit));
+}
 const PUSH_ERRORS_MAX = 10;
 
 /** The parts of a task the engine fills in (models, read-only set, rule epoch). */
@@ -60,12 +83,17 @@ interface Entry {
 interface Batch {
   entries: Entry[];
   rules: RuleScripts[];
-  result?: RunResult;
+  result?: BatchResult;
 }
 
 export class InputDispatcher {
   private queue: Entry[] = [];
+  /** Batches sent and not yet applied, in arrival order (finished ones wait for earlier ones). */
   private readonly inFlight: Batch[] = [];
+  /** Batches a worker is running: a worker slot freed by a finished batch is refilled before the store is written. */
+  private running = 0;
+  /** Moving average of the worker time per payload of this input's batches. */
+  private msPerPayload: number | undefined;
   private pumpScheduled = false;
   /** Batches applied to the store whose pushes wait for durability. */
   private settling = 0;
@@ -119,24 +147,34 @@ export class InputDispatcher {
   }
 
   private pump(): void {
-    while (this.queue.length > 0 && this.inFlight.length < this.deps.pool.size) {
-      const entries = this.queue.length <= BATCH_PAYLOADS_MAX ? this.queue : this.queue.slice(0, BATCH_PAYLOADS_MAX);
-      this.queue = entries === this.queue ? [] : this.queue.slice(BATCH_PAYLOADS_MAX);
+    while (this.queue.length > 0 && this.running < this.deps.pool.size) {
+      const limit = batchLimit(this.msPerPayload);
+      const entries = this.queue.length <= limit ? this.queue : this.queue.slice(0, limit);
+      this.queue = entries === this.queue ? [] : this.queue.slice(limit);
       const batch: Batch = { entries, rules: this.deps.rulesFor(this.deps.inendUuid) };
       this.inFlight.push(batch);
+      this.running++;
       void this.execute(batch).then((result) => {
+        this.running--;
         batch.result = result;
+        // Refill the worker first, so it runs the next batch while this thread appends this one.
+        this.pump();
         this.applyFinished();
       });
     }
     this.notifyIdle();
   }
 
-  private async execute(batch: Batch): Promise<RunResult> {
+  private async execute(batch: Batch): Promise<BatchResult> {
     const { rules, entries } = batch;
     if (rules.length === 0) return { ops: [], errors: [], summaries: [], debug: [] };
     try {
-      return await this.deps.pool.run(this.task(rules, entries.map((e) => e.payload)));
+      const result = await this.deps.pool.run(this.task(rules, entries.map((e) => e.payload)));
+      if (result.elapsedMs !== undefined) {
+        const sample = result.elapsedMs / entries.length;
+        this.msPerPayload = this.msPerPayload === undefined ? sample : 0.7 * this.msPerPayload + 0.3 * sample;
+      }
+      return unpacked(result);
     } catch (err) {
       if (err instanceof WorkerLostError) return this.rerunOneByOne(batch);
       return failedResult(batch, `rule runtime error: ${(err as Error).message}`);
@@ -147,8 +185,8 @@ export class InputDispatcher {
    * A batch whose worker was ended (hard time limit, crash) returned nothing; running each
    * (payload, rule) pair alone finds the culprit and lets every other pair store its records.
    */
-  private async rerunOneByOne(batch: Batch): Promise<RunResult> {
-    const merged: RunResult = {
+  private async rerunOneByOne(batch: Batch): Promise<BatchResult> {
+    const merged: BatchResult = {
       ops: [],
       errors: [],
       summaries: batch.rules.map(() => ({ invocations: 0, failures: 0, histogram: [] })),
@@ -157,7 +195,7 @@ export class InputDispatcher {
     for (let p = 0; p < batch.entries.length; p++) {
       for (let r = 0; r < batch.rules.length; r++) {
         try {
-          const single = await this.deps.pool.run(this.task([batch.rules[r]], [batch.entries[p].payload]));
+          const single = unpacked(await this.deps.pool.run(this.task([batch.rules[r]], [batch.entries[p].payload])));
           for (const op of single.ops) merged.ops.push({ ...op, payload: p, rule: r });
           for (const e of single.errors) merged.errors.push({ ...e, payload: p, rule: r });
           for (const d of single.debug) merged.debug.push({ ...d, rule: r });
@@ -193,7 +231,7 @@ export class InputDispatcher {
   }
 
   /** Appends the batch's records; returns each payload's first error and the logs to wait for. */
-  private apply(batch: Batch, result: RunResult): { failures: Map<number, string>; touched: Map<RecordLog, { lastId: number; payloads: Set<number> }> } {
+  private apply(batch: Batch, result: BatchResult): { failures: Map<number, string>; touched: Map<RecordLog, { lastId: number; payloads: Set<number> }> } {
     const { stats, log, models, inendUuid } = this.deps;
     const failures = new Map<number, string>();
     const fail = (payload: number, ruleUuid: string, message: string, line?: number): void => {
@@ -249,7 +287,7 @@ export class InputDispatcher {
   }
 }
 
-function failedResult(batch: Batch, message: string): RunResult {
+function failedResult(batch: Batch, message: string): BatchResult {
   return {
     ops: [],
     errors: batch.entries.flatMap((_, payload) => batch.rules.map((_r, rule) => ({ payload, rule, message }))),

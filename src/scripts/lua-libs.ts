@@ -2,9 +2,10 @@
  * The libraries a rule sees (RHILEX's `json`, `time`, `rds`, `Throw`, `Debug`) and the Lua side of
  * the sandbox: the whitelisted globals, one environment per rule, the action-chain driver.
  *
- * Everything that can be written in Lua is, because every Lua -> JS crossing in wasmoon costs
- * microseconds: `rds:Save` flattens its table into one call's arguments (one crossing per record),
- * and the chain driver runs inside Lua, so JS enters Lua once per (payload, rule).
+ * Everything that can be written in Lua is, because every Lua -> JS crossing through wasmoon's
+ * generic bridge costs microseconds; the chain driver runs inside Lua, so JS enters Lua once per
+ * (payload, rule). `json:J2T` and `rds:*` are raw C functions (lua-bridge.ts, one crossing each);
+ * the functions here are the generic path for the rest, and for records the fast path declines.
  */
 import { LuaMultiReturn } from 'wasmoon';
 
@@ -17,7 +18,7 @@ export const INVOKE_TIMEOUT = 3;
 /** The worker-side hooks the libraries call. */
 export interface LibHost {
   /** Validates and queues a record; returns the error string for Lua, or undefined on success. */
-  store(kind: 'save' | 'update', uuid: unknown, keyValues: unknown[]): string | undefined;
+  store(kind: 'save' | 'update', uuid: unknown, record: Record<string, unknown>): string | undefined;
   debug(message: string): void;
 }
 
@@ -38,23 +39,17 @@ function emptyObjectsAsArrays(_key: string, value: unknown): unknown {
   return value;
 }
 
-/** JSON `null` has no Lua value (RHILEX drops the key); wasmoon cannot push JS null without injectObjects. */
-function dropNulls(_key: string, value: unknown): unknown {
-  return value === null ? undefined : value;
+/** `(k1, v1, k2, v2, …)` of the generic `rds` path as the record object the fast path builds. */
+function pairsToRecord(keyValues: unknown[]): Record<string, unknown> {
+  const record: Record<string, unknown> = {};
+  for (let i = 0; i < keyValues.length; i += 2) record[String(keyValues[i])] = keyValues[i + 1];
+  return record;
 }
 
 /** The JS functions handed to the prelude once, as `__host`; the prelude keeps them in locals. */
 export function hostFunctions(host: LibHost, timeoutMessage: string): Record<string, unknown> {
   return {
     timeoutMessage,
-    j2t(text: string): unknown {
-      try {
-        const value: unknown = text.includes('null') ? JSON.parse(text, dropNulls) : JSON.parse(text);
-        return value;
-      } catch (err) {
-        return LuaMultiReturn.of(undefined, (err as Error).message);
-      }
-    },
     t2j(value: unknown): unknown {
       try {
         if (typeof value === 'function') return LuaMultiReturn.of(undefined, 'cannot encode a function to JSON');
@@ -70,8 +65,8 @@ export function hostFunctions(host: LibHost, timeoutMessage: string): Record<str
     },
     tsUnix: () => String(Math.floor(Date.now() / 1000)),
     tsUnixNano: () => String(BigInt(Date.now()) * 1_000_000n),
-    save: (uuid: unknown, ...keyValues: unknown[]) => host.store('save', uuid, keyValues),
-    updateLast: (uuid: unknown, ...keyValues: unknown[]) => host.store('update', uuid, keyValues),
+    save: (uuid: unknown, ...keyValues: unknown[]) => host.store('save', uuid, pairsToRecord(keyValues)),
+    updateLast: (uuid: unknown, ...keyValues: unknown[]) => host.store('update', uuid, pairsToRecord(keyValues)),
     debug: (message: string) => host.debug(message.length > DEBUG_MESSAGE_MAX ? `${message.slice(0, DEBUG_MESSAGE_MAX)}…` : message),
   };
 }
@@ -83,9 +78,10 @@ export function hostFunctions(host: LibHost, timeoutMessage: string): Record<str
  */
 export const PRELUDE_LUA = String.raw`
 local host = __host
-__host = nil
+local j2t, save_fast, update_fast = __j2t, __save, __update
+__host, __j2t, __save, __update = nil, nil, nil, nil
 local TIMEOUT = host.timeoutMessage
-local j2t, t2j, save, update_last, debug_log = host.j2t, host.t2j, host.save, host.updateLast, host.debug
+local t2j, save, update_last, debug_log = host.t2j, host.save, host.updateLast, host.debug
 local h_time, h_time_ms, h_ts_unix, h_ts_unix_nano = host.time, host.timeMs, host.tsUnix, host.tsUnixNano
 local rawload, rawpcall, rawxpcall, rawerror = load, pcall, xpcall, error
 local next, type, tostring, select, unpack, find, concat = next, type, tostring, select, table.unpack, string.find, table.concat
@@ -135,8 +131,13 @@ local base = {
   Throw = function(err) rawerror(tostring(err), 2) end,
 }
 
-local function record_call(fn, uuid, t)
+-- fast(uuid, t) answers false (stored), an error string, or true when a key or value is not a
+-- string/number/boolean: the generic path then copies the table as (k1, v1, k2, v2, ...).
+local function record_call(fast, fn, uuid, t)
   if type(t) ~= 'table' then return 'missing table fields' end
+  local r = fast(uuid, t)
+  if r == false then return end
+  if r ~= true then return r end
   local buf, n = {}, 0
   for k, v in next, t do
     buf[n + 1] = k
@@ -163,8 +164,8 @@ local libs = {
     TsUnixNano = function() return h_ts_unix_nano() end,
   },
   rds = {
-    Save = function(_, uuid, t) return record_call(save, uuid, t) end,
-    UpdateLast = function(_, uuid, t) return record_call(update_last, uuid, t) end,
+    Save = function(_, uuid, t) return record_call(save_fast, save, uuid, t) end,
+    UpdateLast = function(_, uuid, t) return record_call(update_fast, update_last, uuid, t) end,
   },
 }
 

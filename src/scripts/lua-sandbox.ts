@@ -8,7 +8,9 @@
  * (ceifa/wasmoon#109, fixed only on git main), and the raw calls are also the cheapest way in.
  */
 import { LuaFactory, LUA_REGISTRYINDEX, LuaLibraries, type LuaEngine, type LuaWasm } from 'wasmoon';
+import { LuaBridge } from './lua-bridge.js';
 import { hostFunctions, INVOKE_ERROR, PRELUDE_LUA, type LibHost } from './lua-libs.js';
+import { CappedAllocator, captureWasmExports, LUA_TSTRING, rawLua, WasmStrings, type RawLua } from './lua-raw.js';
 
 export interface SandboxLimits {
   timeoutMs: number;
@@ -23,7 +25,6 @@ export interface InvokeOutcome {
 /** Lua checks the clock every this many VM instructions; ~0.1 ms of Lua at wasmoon's speed. */
 const HOOK_INSTRUCTION_COUNT = 2000;
 const LUA_MASK_COUNT = 8;
-const LUA_TSTRING = 4;
 const MEMORY_ERROR = 'not enough memory';
 
 export type ScriptName = 'actions' | 'success' | 'failed';
@@ -34,19 +35,31 @@ export type CompileOutcome = { ok: true; envRef: number } | { ok: false; error: 
 export class LuaSandbox {
   private deadline = Infinity;
   private readonly hookPointer: number;
+  private readonly state: number;
+  private readonly invokeRef: bigint;
 
   private constructor(
     private readonly engine: LuaEngine,
     private readonly lua: LuaWasm,
+    private readonly raw: RawLua,
+    private readonly strings: WasmStrings,
+    private readonly allocator: CappedAllocator,
+    private readonly bridge: LuaBridge,
     private readonly limits: SandboxLimits,
     private readonly refs: { newEnv: number; compile: number; check: number; invoke: number },
   ) {
     const state = engine.global.address;
+    this.state = state;
+    this.invokeRef = BigInt(refs.invoke);
+    // A C string that lives as long as the engine: the hook raises it without converting anything.
+    const timeoutText = this.timeoutMessage;
+    const timeoutPointer = raw.malloc(timeoutText.length + 1);
+    lua.module.stringToUTF8(timeoutText, timeoutPointer, timeoutText.length + 1);
     // Every Lua thread created later (coroutines) inherits this hook from the main state.
     this.hookPointer = lua.module.addFunction((L: number) => {
       if (Date.now() > this.deadline) {
-        lua.lua_pushstring(L, this.timeoutMessage);
-        lua.lua_error(L);
+        raw.lua_pushstring(L, timeoutPointer);
+        raw.lua_error(L);
       }
     }, 'vii');
     lua.lua_sethook(state, this.hookPointer, LUA_MASK_COUNT, HOOK_INSTRUCTION_COUNT);
@@ -61,22 +74,34 @@ export class LuaSandbox {
   }
 
   static async create(limits: SandboxLimits, host: LibHost): Promise<LuaSandbox> {
-    const engine = await new LuaFactory().createEngine({ openStandardLibs: false, traceAllocations: true, enableProxy: false });
+    const { value: engine, exports } = await captureWasmExports(() =>
+      new LuaFactory().createEngine({ openStandardLibs: false, traceAllocations: true, enableProxy: false }),
+    );
     const g = engine.global;
+    const lua = g.lua;
+    const state = g.address;
+    const raw = rawLua(lua, exports);
+    // Same accounting and cap as wasmoon's traced allocator, without its per-call wrappers.
+    const allocator = new CappedAllocator(lua, raw, g.getMemoryUsed());
+    raw.lua_setallocf(state, allocator.pointer, 0);
+    const strings = new WasmStrings(lua, raw);
+    const bridge = new LuaBridge(lua, raw, strings, (kind, uuid, record) => host.store(kind, uuid, record));
     for (const lib of [LuaLibraries.Base, LuaLibraries.Table, LuaLibraries.String, LuaLibraries.Math, LuaLibraries.Coroutine]) {
       g.loadLibrary(lib);
     }
     g.set('__host', hostFunctions(host, `time limit exceeded (${limits.timeoutMs} ms)`));
+    for (const [name, pointer] of [['__j2t', bridge.j2tPointer], ['__save', bridge.savePointer], ['__update', bridge.updatePointer]] as const) {
+      raw.lua_pushcclosure(state, pointer, 0);
+      lua.lua_setglobal(state, name);
+    }
     // The prelude returns nothing, so this single doStringSync is clear of the 1.16 bug.
     engine.doStringSync(PRELUDE_LUA);
-    const lua = g.lua;
-    const state = g.address;
     const ref = (name: string): number => {
       lua.lua_getglobal(state, name);
       return lua.luaL_ref(state, LUA_REGISTRYINDEX);
     };
     const refs = { newEnv: ref('__new_env'), compile: ref('__compile'), check: ref('__check'), invoke: ref('__invoke') };
-    return new LuaSandbox(engine, lua, limits, refs);
+    return new LuaSandbox(engine, lua, raw, strings, allocator, bridge, limits, refs);
   }
 
   /** Compiles a rule's scripts into a fresh environment; empty success/failed scripts are skipped. */
@@ -115,22 +140,29 @@ export class LuaSandbox {
 
   /** Runs one payload through one compiled rule under the soft time limit. */
   invoke(envRef: number, payload: string): InvokeOutcome {
-    const { lua } = this;
-    const state = this.engine.global.address;
-    lua.lua_settop(state, 0);
-    lua.lua_rawgeti(state, LUA_REGISTRYINDEX, BigInt(this.refs.invoke));
-    lua.lua_rawgeti(state, LUA_REGISTRYINDEX, BigInt(envRef));
-    this.pushString(payload);
-    const rc = this.protectedCall(2, 2);
+    const { raw, state } = this;
+    raw.lua_settop(state, 0);
+    // Stack: payload (kept alive for J2T's shortcut), __invoke, env, payload.
+    this.strings.pushFull(state, payload);
+    raw.lua_rawgeti(state, LUA_REGISTRYINDEX, this.invokeRef);
+    raw.lua_rawgeti(state, LUA_REGISTRYINDEX, BigInt(envRef));
+    raw.lua_pushvalue(state, 1);
+    this.bridge.setPayload(state, 1, payload);
+    let rc: number;
+    try {
+      rc = this.protectedCall(2, 2);
+    } finally {
+      this.bridge.clearPayload();
+    }
     if (rc !== 0) return { status: INVOKE_ERROR, message: this.popError() };
-    const status = Number(lua.lua_tointegerx(state, 1, null));
-    const message = lua.lua_type(state, 2) === LUA_TSTRING ? this.normalise(lua.lua_tolstring(state, 2, null)) : undefined;
-    lua.lua_settop(state, 0);
+    const status = Number(raw.lua_tointegerx(state, 2, 0));
+    const message = raw.lua_type(state, 3) === LUA_TSTRING ? this.normalise(this.strings.read(state, 3)) : undefined;
+    raw.lua_settop(state, 0);
     return message === undefined ? { status } : { status, message };
   }
 
   memoryUsed(): number {
-    return this.engine.global.getMemoryUsed();
+    return this.allocator.used;
   }
 
   /** Calls the function below `argCount` arguments (with the time limit); returns its string result, if any. */
@@ -149,14 +181,13 @@ export class LuaSandbox {
    * next payload) would be a Lua panic, which aborts the whole wasm instance.
    */
   private protectedCall(argCount: number, resultCount: number): number {
-    const g = this.engine.global;
-    g.setMemoryMax(this.limits.memoryMb * 1024 * 1024);
+    this.allocator.max = this.limits.memoryMb * 1024 * 1024;
     this.deadline = Date.now() + this.limits.timeoutMs;
     try {
-      return this.lua.lua_pcallk(g.address, argCount, resultCount, 0, 0, null);
+      return this.raw.lua_pcallk(this.state, argCount, resultCount, 0, 0, 0);
     } finally {
       this.deadline = Infinity;
-      g.setMemoryMax(undefined);
+      this.allocator.max = 0;
     }
   }
 
@@ -172,18 +203,8 @@ export class LuaSandbox {
     return message === MEMORY_ERROR || message.endsWith(`: ${MEMORY_ERROR}`) ? this.memoryMessage : message;
   }
 
-  /** Byte-exact (payloads may hold NUL), via the heap for long strings as wasmoon does. */
+  /** Byte-exact (scripts and payloads may hold NUL). */
   private pushString(text: string): void {
-    const { lua } = this;
-    const state = this.engine.global.address;
-    const module = lua.module;
-    const length = module.lengthBytesUTF8(text);
-    const pointer = module._malloc(length + 1);
-    try {
-      module.stringToUTF8(text, pointer, length + 1);
-      lua.lua_pushlstring(state, pointer, length);
-    } finally {
-      module._free(pointer);
-    }
+    this.strings.pushFull(this.state, text);
   }
 }

@@ -27,12 +27,13 @@ export class WorkerLostError extends Error {
 }
 
 /**
- * Under vitest this module runs from src/scripts/pool.ts, but worker threads need compiled JS, so a
- * path inside src/ maps to the same place in dist/ (`npm test` builds first).
+ * Compiled, the worker module is beside this one (dist/scripts/, or dist-bench/src/scripts/ for the
+ * benchmarks). Under vitest this module runs from src/scripts/pool.ts, but worker threads need
+ * compiled JS, so a TS path inside src/ maps to the same place in dist/ (`npm test` builds first).
  */
 export function defaultWorkerFile(moduleUrl: string = import.meta.url): string {
   const here = fileURLToPath(moduleUrl);
-  const compiled = here.replace(/([\\/])src([\\/])(?=[^\\/]+[\\/][^\\/]+$)/, '$1dist$2');
+  const compiled = here.endsWith('.ts') ? here.replace(/([\\/])src([\\/])(?=[^\\/]+[\\/][^\\/]+$)/, '$1dist$2') : here;
   return compiled.replace(/[^\\/]+$/, 'worker.js');
 }
 

@@ -3,6 +3,7 @@
  * of the model registry it needs, and the messages exchanged with the script workers.
  */
 import type { DataModel } from '../models/types.js';
+import type { PackedOps } from './ops-pack.js';
 
 export const INEND_TYPES = ['HTTP', 'SIMULATOR'] as const;
 export type InendType = (typeof INEND_TYPES)[number];
@@ -168,8 +169,11 @@ export interface RuleRunSummary {
 }
 
 export interface RunResult {
-  ops: RecordOp[];
+  /** The RecordOps, packed (ops-pack.ts). */
+  ops: PackedOps;
   errors: InvocationError[];
   summaries: RuleRunSummary[];
   debug: Array<{ rule: number; message: string }>;
+  /** Time the worker spent on the task; sizes the next batches. */
+  elapsedMs?: number;
 }

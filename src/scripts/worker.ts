@@ -8,8 +8,9 @@ import { checkRecord } from '../models/record-check.js';
 import type { DataModel } from '../models/types.js';
 import { INVOKE_ERROR, INVOKE_TIMEOUT, type LibHost } from './lua-libs.js';
 import { LuaSandbox, type SandboxLimits } from './lua-sandbox.js';
+import { OpPacker } from './ops-pack.js';
 import { newHistogram, recordDuration } from './stats.js';
-import type { CompileTask, RecordOp, RunResult, RunTask, ValidationResult, WorkerTask } from './types.js';
+import type { CompileTask, RunResult, RunTask, ValidationResult, WorkerTask } from './types.js';
 
 /** A runaway `rds:Save` loop would otherwise fill the task result until the soft limit hits. */
 export const RECORDS_PER_INVOCATION_MAX = 1000;
@@ -26,25 +27,23 @@ export function splitPosition(message: string): { message: string; line?: number
 class InvocationContext implements LibHost {
   models = new Map<string, DataModel>();
   readOnly = new Set<string>();
-  ops: RecordOp[] = [];
+  ops = new OpPacker();
   debugLines: RunResult['debug'] = [];
   payload = 0;
   rule = 0;
   recordsThisInvocation = 0;
 
-  store(kind: 'save' | 'update', uuid: unknown, keyValues: unknown[]): string | undefined {
+  store(kind: 'save' | 'update', uuid: unknown, input: Record<string, unknown>): string | undefined {
     if (typeof uuid !== 'string') return `model uuid must be a string, got ${uuid === null ? 'nil' : typeof uuid}`;
     const model = this.models.get(uuid);
     if (!model) return `unknown model ${uuid}`;
-    const input: Record<string, unknown> = {};
-    for (let i = 0; i < keyValues.length; i += 2) input[String(keyValues[i])] = keyValues[i + 1];
     const check = checkRecord(model, input, kind);
     if (!check.ok) return check.error;
     if (this.readOnly.has(uuid)) return `store read-only for model ${uuid}`;
     if (++this.recordsThisInvocation > RECORDS_PER_INVOCATION_MAX) {
       return `too many records in one invocation (at most ${RECORDS_PER_INVOCATION_MAX})`;
     }
-    this.ops.push({ payload: this.payload, rule: this.rule, modelId: uuid, kind, record: check.record });
+    this.ops.add(this.payload, this.rule, uuid, kind, check.record);
     return undefined;
   }
 
@@ -90,6 +89,7 @@ export class ScriptWorker {
   }
 
   private run(task: RunTask): RunResult {
+    const taskStarted = performance.now();
     const ctx = this.context;
     if (task.modelsVersion !== this.modelsVersion) {
       ctx.models = new Map(task.models.map((m) => [m.uuid, m]));
@@ -97,11 +97,11 @@ export class ScriptWorker {
     }
     if (task.rulesEpoch !== this.rulesEpoch) this.pruneRules(task.liveRuleIds, task.rulesEpoch);
     ctx.readOnly = new Set(task.readOnlyModels);
-    ctx.ops = [];
+    ctx.ops = new OpPacker();
     ctx.debugLines = [];
     const rules = task.rules.map((r) => this.compiledRule(r));
     const result: RunResult = {
-      ops: ctx.ops,
+      ops: undefined!,
       errors: [],
       summaries: rules.map(() => ({ invocations: 0, failures: 0, histogram: newHistogram() })),
       debug: ctx.debugLines,
@@ -129,6 +129,8 @@ export class ScriptWorker {
         }
       }
     }
+    result.ops = ctx.ops.finish();
+    result.elapsedMs = performance.now() - taskStarted;
     return result;
   }
 

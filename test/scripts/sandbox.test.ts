@@ -3,7 +3,7 @@
  * what is absent, and the wasmoon 1.16 repeated-call memory bug.
  */
 import { describe, expect, it } from 'vitest';
-import { INVOKE_OK, type LibHost } from '../../src/scripts/lua-libs.js';
+import { INVOKE_ERROR, INVOKE_OK, type LibHost } from '../../src/scripts/lua-libs.js';
 import { LuaSandbox } from '../../src/scripts/lua-sandbox.js';
 
 function recordingHost(): LibHost & { saved: unknown[][]; lines: string[] } {
@@ -12,8 +12,8 @@ function recordingHost(): LibHost & { saved: unknown[][]; lines: string[] } {
   return {
     saved,
     lines,
-    store: (_kind, uuid, kv) => {
-      saved.push([uuid, ...kv]);
+    store: (_kind, uuid, record) => {
+      saved.push([uuid, ...Object.entries(record).flat()]);
       return undefined;
     },
     debug: (m) => lines.push(m),
@@ -75,6 +75,65 @@ describe('LuaSandbox', () => {
     expect(JSON.parse(last[last.indexOf('s') + 1] as string)).toEqual([{ tag: 'a', value: 4999 }]);
     // Memory stays bounded: garbage of earlier invocations is collected.
     expect(sandbox.memoryUsed()).toBeLessThan(8 * 1024 * 1024);
+  });
+
+  it('J2T builds the same Lua values as wasmoon did: nulls dropped, integers, NUL-terminated strings', async () => {
+    const host = recordingHost();
+    const sandbox = await LuaSandbox.create({ timeoutMs: 200, memoryMb: 16 }, host);
+    const rule = sandbox.compile(
+      scripts(`Actions = { function(args)
+        local t, err = json:J2T(args)
+        if err then Debug('err', err) return true, args end
+        if t == nil then return true, args end
+        Debug(select('#', json:J2T(args)), math.type(t.i), math.type(t.f), t.n, #t.a, t.a[2], t.a[3], t.s, t.e and #t.e, t.o and t.o.k)
+        return true, args
+      end }`),
+    );
+    if (!rule.ok) throw new Error(rule.error);
+    sandbox.invoke(rule.envRef, '{"i":21,"f":21.5,"n":null,"a":[1,null,3],"s":"a\\u0000b","e":[],"o":{"k":"v"}}');
+    sandbox.invoke(rule.envRef, 'null');
+    sandbox.invoke(rule.envRef, '{"a":1,}');
+    // A top-level null is no value at all (and no error); bad JSON gives JSON.parse's message.
+    expect(host.lines).toEqual(['1 integer float nil 3 nil 3 a 0 v', 'err Expected double-quoted property name in JSON at position 7']);
+  });
+
+  it('rds takes records with string keys and scalar values on the fast path, and anything else on the generic one', async () => {
+    const host = recordingHost();
+    const sandbox = await LuaSandbox.create({ timeoutMs: 200, memoryMb: 16 }, host);
+    const rule = sandbox.compile(
+      scripts(`Actions = { function(args)
+        Debug(select('#', rds:Save("M", { a = 1.5, b = "x", c = true })))
+        Debug(select('#', rds:Save("M", { [1] = 2 })))
+        Debug(select('#', rds:Save("M", { t = { 1 } })))
+        Debug(rds:Save("M", 5))
+        rds:UpdateLast(7, { z = false })
+        return true, args
+      end }`),
+    );
+    if (!rule.ok) throw new Error(rule.error);
+    expect(sandbox.invoke(rule.envRef, 'x')).toEqual({ status: INVOKE_OK });
+    expect(host.lines).toEqual(['0', '0', '0', 'missing table fields']);
+    const sorted = host.saved.map(([uuid, ...kv]) => [uuid, Object.fromEntries(Array.from({ length: kv.length / 2 }, (_, i) => [kv[2 * i], kv[2 * i + 1]]))]);
+    expect(sorted).toEqual([
+      ['M', { a: 1.5, b: 'x', c: true }],
+      ['M', { 1: 2 }],
+      ['M', { t: [1] }],
+      [7, { z: false }],
+    ]);
+  });
+
+  it('survives a JSON payload nested 300,000 deep (wasmoon overflowed the Lua stack and trapped)', async () => {
+    const host = recordingHost();
+    const sandbox = await LuaSandbox.create({ timeoutMs: 2000, memoryMb: 16 }, host);
+    const rule = sandbox.compile(scripts(`Actions = { function(args) local ok = pcall(json.J2T, json, args) return true, args end }`));
+    if (!rule.ok) throw new Error(rule.error);
+    const deep = '['.repeat(300_000) + ']'.repeat(300_000);
+    // pcall catches the refusal (memory cap or nesting); at worst the invocation fails, the engine lives.
+    expect([INVOKE_OK, INVOKE_ERROR]).toContain(sandbox.invoke(rule.envRef, deep).status);
+    const simple = sandbox.compile(scripts(`Actions = { function(args) Debug(#json:J2T(args)) return true, args end }`));
+    if (!simple.ok) throw new Error(simple.error);
+    expect(sandbox.invoke(simple.envRef, '[1,2]')).toEqual({ status: INVOKE_OK });
+    expect(host.lines).toEqual(['2']);
   });
 
   it('formats a compile error with the script name and line', async () => {

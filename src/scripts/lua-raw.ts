@@ -1,0 +1,271 @@
+/**
+ * The Lua C API of wasmoon's WebAssembly instance, called directly.
+ *
+ * wasmoon 1.16 reaches every C function through emscripten's `cwrap`/`ccall`, with a debug build's
+ * assertions that format template strings on every call: ~200 ns per call against ~12 ns for the
+ * wasm export itself. Building one J2T result takes ~60 calls and one `rds:Save` ~25, so the hot
+ * paths (the allocator, the instruction hook, `invoke`, `json:J2T`, `rds:*`) use the exports.
+ *
+ * The exports are not reachable through wasmoon's API: `captureWasmExports` picks them up while the
+ * engine instantiates its module. Strings cross with emscripten's own conventions, so every value a
+ * script sees or hands over is the same as through wasmoon's conversions (see `readCString`).
+ */
+import type { LuaWasm } from 'wasmoon';
+
+export const LUA_REGISTRYINDEX = -1000000 - 1000;
+export const LUA_TNIL = 0;
+export const LUA_TBOOLEAN = 1;
+export const LUA_TNUMBER = 3;
+export const LUA_TSTRING = 4;
+export const LUA_TTABLE = 5;
+
+/** The C functions used on hot paths; pointers and ints are numbers, lua_Integer is a BigInt. */
+export interface RawLua {
+  lua_settop(L: number, index: number): void;
+  lua_gettop(L: number): number;
+  lua_pushvalue(L: number, index: number): void;
+  lua_checkstack(L: number, n: number): number;
+  lua_rawgeti(L: number, index: number, n: bigint): number;
+  lua_rawseti(L: number, index: number, n: bigint): void;
+  lua_settable(L: number, index: number): void;
+  lua_createtable(L: number, narr: number, nrec: number): void;
+  lua_pushnil(L: number): void;
+  lua_pushboolean(L: number, b: number): void;
+  lua_pushinteger(L: number, n: bigint): void;
+  lua_pushnumber(L: number, n: number): void;
+  lua_pushlstring(L: number, s: number, len: number): number;
+  lua_pushstring(L: number, s: number): number;
+  lua_pushcclosure(L: number, fn: number, n: number): void;
+  lua_type(L: number, index: number): number;
+  lua_toboolean(L: number, index: number): number;
+  lua_tonumberx(L: number, index: number, isnum: number): number;
+  lua_tointegerx(L: number, index: number, isnum: number): bigint;
+  lua_tolstring(L: number, index: number, len: number): number;
+  lua_next(L: number, index: number): number;
+  lua_pcallk(L: number, nargs: number, nresults: number, errfunc: number, ctx: number, k: number): number;
+  lua_error(L: number): number;
+  lua_setallocf(L: number, f: number, ud: number): void;
+  luaL_ref(L: number, t: number): number;
+  luaL_unref(L: number, t: number, ref: number): void;
+  malloc(size: number): number;
+  free(pointer: number): void;
+  realloc(pointer: number, size: number): number;
+}
+
+const RAW_NAMES = [
+  'lua_settop', 'lua_gettop', 'lua_pushvalue', 'lua_checkstack', 'lua_rawgeti', 'lua_rawseti', 'lua_settable',
+  'lua_createtable', 'lua_pushnil', 'lua_pushboolean', 'lua_pushinteger', 'lua_pushnumber', 'lua_pushlstring',
+  'lua_pushstring', 'lua_pushcclosure', 'lua_type', 'lua_toboolean', 'lua_tonumberx', 'lua_tointegerx',
+  'lua_tolstring', 'lua_next', 'lua_pcallk', 'lua_error', 'lua_setallocf', 'luaL_ref', 'luaL_unref', 'malloc', 'free', 'realloc',
+] as const satisfies ReadonlyArray<keyof RawLua>;
+
+type WasmExports = Record<string, unknown>;
+/** The part of the WebAssembly global used here (the project's lib settings do not declare it). */
+interface WasmGlobal {
+  instantiate: (...args: unknown[]) => Promise<unknown>;
+}
+
+/** Engine creations run one at a time, so each sees only its own instantiation. */
+let creating: Promise<unknown> = Promise.resolve();
+
+/**
+ * Runs `create` (which instantiates wasmoon's module) and returns the exports of the instance it
+ * made. `rawLua` checks that they belong to the engine's memory before using them.
+ */
+export function captureWasmExports<T>(create: () => Promise<T>): Promise<{ value: T; exports: WasmExports | undefined }> {
+  const run = async (): Promise<{ value: T; exports: WasmExports | undefined }> => {
+    const wasm = (globalThis as unknown as { WebAssembly: WasmGlobal }).WebAssembly;
+    const original = wasm.instantiate;
+    let captured: WasmExports | undefined;
+    wasm.instantiate = async function (this: unknown, ...args: unknown[]): Promise<unknown> {
+      const result = (await original.apply(this, args)) as { instance?: { exports: WasmExports }; exports?: WasmExports };
+      const exports = result.instance?.exports ?? result.exports;
+      if (captured === undefined && typeof exports?.lua_pcallk === 'function') captured = exports;
+      return result;
+    };
+    try {
+      return { value: await create(), exports: captured };
+    } finally {
+      wasm.instantiate = original;
+    }
+  };
+  const result = creating.then(run, run);
+  creating = result.catch(() => undefined);
+  return result;
+}
+
+/**
+ * The raw exports when captured, otherwise emscripten's `Module._name` wrappers (slower, same
+ * signatures), so a different packaging of wasmoon still works.
+ */
+export function rawLua(lua: LuaWasm, exports: WasmExports | undefined): RawLua {
+  const module = lua.module as unknown as Record<string, unknown>;
+  const memory = exports?.memory as { buffer?: unknown } | undefined;
+  const own = memory !== undefined && memory.buffer === lua.module.HEAPU8.buffer;
+  const api: Record<string, unknown> = {};
+  for (const name of RAW_NAMES) {
+    const direct = own ? exports?.[name] : undefined;
+    const fn = typeof direct === 'function' ? direct : module[`_${name}`];
+    if (typeof fn !== 'function') throw new Error(`wasmoon does not export ${name}`);
+    api[name] = fn;
+  }
+  return api as unknown as RawLua;
+}
+
+interface StringWell {
+  isWellFormed(): boolean;
+}
+
+const utf8Decoder = new TextDecoder('utf-8');
+const utf8Encoder = new TextEncoder();
+
+/** UTF-8 text in wasm memory: one reusable buffer for JS -> Lua strings, and the Lua -> JS decoding. */
+export class WasmStrings {
+  private pointer = 0;
+  private capacity = 0;
+  /** A 4-byte cell for out-parameters (`size_t *len`). */
+  readonly cell: number;
+
+  constructor(
+    private readonly lua: LuaWasm,
+    private readonly raw: RawLua,
+  ) {
+    this.cell = raw.malloc(8);
+    this.reserve(4096);
+  }
+
+  private reserve(bytes: number): void {
+    if (bytes <= this.capacity) return;
+    let capacity = this.capacity || 4096;
+    while (capacity < bytes) capacity *= 2;
+    if (this.pointer) this.raw.free(this.pointer);
+    this.pointer = this.raw.malloc(capacity);
+    if (!this.pointer) throw new Error('out of wasm memory');
+    this.capacity = capacity;
+  }
+
+  /**
+   * Writes `text` as emscripten's stringToUTF8 would (well-formed text is plain UTF-8; lone
+   * surrogates keep emscripten's encoding) and returns [pointer, byte length].
+   */
+  write(text: string): number {
+    const n = text.length;
+    this.reserve(n * 3 + 1);
+    const heap = this.lua.module.HEAPU8;
+    const p = this.pointer;
+    if (n <= 64) {
+      let i = 0;
+      for (; i < n; i++) {
+        const c = text.charCodeAt(i);
+        if (c >= 0x80) break;
+        heap[p + i] = c;
+      }
+      if (i === n) {
+        heap[p + n] = 0;
+        return n;
+      }
+    }
+    if ((text as unknown as StringWell).isWellFormed?.() !== false) {
+      const written = utf8Encoder.encodeInto(text, heap.subarray(p, p + this.capacity - 1)).written;
+      heap[p + written] = 0;
+      return written;
+    }
+    return this.lua.module.stringToUTF8(text, p, this.capacity) as unknown as number;
+  }
+
+  /** The buffer `write` filled. */
+  get data(): number {
+    return this.pointer;
+  }
+
+  /** Pushes `text` with its full length (NUL bytes included), as the payload of an invocation. */
+  pushFull(L: number, text: string): void {
+    const length = this.write(text);
+    this.raw.lua_pushlstring(L, this.pointer, length);
+  }
+
+  /** Pushes `text` as wasmoon's lua_pushstring does: a C string, so it ends at the first NUL. */
+  pushC(L: number, text: string): void {
+    const nul = text.indexOf('\0');
+    this.write(nul < 0 ? text : text.slice(0, nul));
+    this.raw.lua_pushstring(L, this.pointer);
+  }
+
+  /** The string at `index` (which must be a string or a number) as wasmoon reads it. */
+  read(L: number, index: number): string {
+    const pointer = this.raw.lua_tolstring(L, index, this.cell);
+    return readCString(this.lua.module.HEAPU8, pointer, this.lua.module.HEAPU32[this.cell >> 2]);
+  }
+}
+
+/**
+ * emscripten's UTF8ToString, which wasmoon applies to every string it reads: the text ends at the
+ * first NUL byte; more than 16 bytes go through TextDecoder, shorter ones through its own loop
+ * (which treats malformed sequences its own way). `length` bounds the search for the NUL.
+ */
+export function readCString(heap: Uint8Array, pointer: number, length: number): string {
+  let end = pointer;
+  const limit = pointer + length;
+  let ascii = true;
+  while (end < limit) {
+    const b = heap[end];
+    if (b === 0) break;
+    if (b >= 0x80) ascii = false;
+    end++;
+  }
+  const count = end - pointer;
+  if (count > 16) return utf8Decoder.decode(heap.subarray(pointer, end));
+  let out = '';
+  if (ascii) {
+    for (let i = pointer; i < end; i++) out += String.fromCharCode(heap[i]);
+    return out;
+  }
+  let b = pointer;
+  while (b < end) {
+    let f = heap[b++];
+    if (f & 128) {
+      const h = heap[b++] & 63;
+      if ((f & 224) === 192) out += String.fromCharCode(((f & 31) << 6) | h);
+      else {
+        const m = heap[b++] & 63;
+        if ((f & 240) === 224) f = ((f & 15) << 12) | (h << 6) | m;
+        else f = ((f & 7) << 18) | (h << 12) | (m << 6) | (heap[b++] & 63);
+        if (f < 65536) out += String.fromCharCode(f);
+        else {
+          f -= 65536;
+          out += String.fromCharCode(55296 | (f >> 10), 56320 | (f & 1023));
+        }
+      }
+    } else out += String.fromCharCode(f);
+  }
+  return out;
+}
+
+/**
+ * The Lua allocator with a cap, as wasmoon's `traceAllocations` one, but calling malloc's exports
+ * directly: every Lua allocation and free passes through it.
+ */
+export class CappedAllocator {
+  used: number;
+  max = 0;
+  readonly pointer: number;
+
+  constructor(lua: LuaWasm, raw: RawLua, used: number) {
+    this.used = used;
+    const { realloc, free } = raw;
+    this.pointer = lua.module.addFunction((_ud: number, pointer: number, oldSize: number, newSize: number): number => {
+      if (newSize === 0) {
+        if (pointer) {
+          this.used -= oldSize;
+          free(pointer);
+        }
+        return 0;
+      }
+      const end = this.used + (pointer ? newSize - oldSize : newSize);
+      if (newSize > oldSize && this.max > 0 && end > this.max) return 0;
+      const moved = realloc(pointer, newSize);
+      if (moved) this.used = end;
+      return moved;
+    }, 'iiiii');
+  }
+}
