@@ -94,29 +94,6 @@ export function fsyncDirSync(dir: string): void {
   }
 }
 
-export async function fsyncDir(dir: string): Promise<void> {
-  const h = await fs.promises.open(dir, 'r');
-  try {
-    await h.sync();
-  } finally {
-    await h.close();
-  }
-}
-
-/** tmp + fsync + rename + directory fsync: the file is either absent, the old one, or complete. */
-export async function writeFileAtomic(dir: string, name: string, data: Buffer): Promise<void> {
-  const tmp = `${dir}/${name}.tmp`;
-  const h = await fs.promises.open(tmp, 'w');
-  try {
-    await h.writeFile(data);
-    await h.datasync();
-  } finally {
-    await h.close();
-  }
-  await fs.promises.rename(tmp, `${dir}/${name}`);
-  await fsyncDir(dir);
-}
-
 export function writeFileAtomicSync(dir: string, name: string, data: Buffer): void {
   const tmp = `${dir}/${name}.tmp`;
   const fd = fs.openSync(tmp, 'w');

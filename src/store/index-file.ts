@@ -4,10 +4,11 @@
  * sealed by a CRC over everything before it, so a half-written or stale file is detected and rebuilt.
  */
 import fs from 'node:fs';
+import path from 'node:path';
 import { crc32c } from './crc32c.js';
 import { u32 } from './frame.js';
 import { indexName, type Segment } from './segment.js';
-import { writeFileAtomic } from './file-io.js';
+import { writeFileAtomic } from '../util/atomic-file.js';
 import { SPARSE_STRIDE } from './constants.js';
 
 const MAGIC = 0x58444953; // "SIDX"
@@ -94,7 +95,7 @@ export function indexOf(seg: Segment): IndexFile {
 }
 
 export function writeIndex(dir: string, seg: Segment): Promise<void> {
-  return writeFileAtomic(dir, indexName(seg.segNo), encodeIndex(indexOf(seg)));
+  return writeFileAtomic(path.join(dir, indexName(seg.segNo)), encodeIndex(indexOf(seg)));
 }
 
 /** Adopts a loaded index into a segment object; false when it does not describe this segment. */

@@ -14,7 +14,8 @@ import { createModelDirSync, manifestOf, openModelDirSync } from './recovery.js'
 import { readRange, decodeValues, projection, toView, type Projection } from './reader.js';
 import { applyRetention, totalBytes } from './retention.js';
 import { encodeIndex, indexOf } from './index-file.js';
-import { type FileIo, fsyncDir, writeFileAtomic } from './file-io.js';
+import type { FileIo } from './file-io.js';
+import { fsyncDir, writeFileAtomic } from '../util/atomic-file.js';
 import {
   CHECKPOINT_INTERVAL_MS,
   ITERATE_CHUNK_RECORDS,
@@ -234,7 +235,7 @@ export class ModelLog {
     g.writer.close();
     const active = g.segments[g.segments.length - 1];
     if (drained && g.manifest) {
-      await writeFileAtomic(this.c.dir, indexName(active.segNo), encodeIndex(indexOf(active)));
+      await writeFileAtomic(path.join(this.c.dir, indexName(active.segNo)), encodeIndex(indexOf(active)));
       await g.manifest.write(() => ({ ...manifestOf(g.segments), clean: true }));
     }
     await this.releaseGen(g);

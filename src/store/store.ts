@@ -5,7 +5,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { ModelLog } from './model-log.js';
-import { type FileIo, fsyncDir, nodeFileIo } from './file-io.js';
+import { type FileIo, nodeFileIo } from './file-io.js';
+import { fsyncDir } from '../util/atomic-file.js';
 import {
   MODEL_FIELDS_MAX,
   READ_ONLY_RETRY_MS_DEFAULT,

@@ -6,7 +6,8 @@
  * what durable() waits on.
  */
 import fs from 'node:fs';
-import { type FileIo, SegmentFile, describeIoError, fsyncDir, nodeFileIo, readFully, writeFully } from './file-io.js';
+import { type FileIo, SegmentFile, describeIoError, nodeFileIo, readFully, writeFully } from './file-io.js';
+import { fsyncDir } from '../util/atomic-file.js';
 import { type MemChunk, type Segment, encodeSegmentHeader, segmentName } from './segment.js';
 import { writeIndex } from './index-file.js';
 import { FLUSH_DELAY_MS, WRITE_CHUNK_BYTES, assert } from './constants.js';
