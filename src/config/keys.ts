@@ -168,7 +168,7 @@ export const CONFIG_KEYS: readonly KeySpec[] = [
   {
     section: 'scripts', key: 'memory_mb',
     target: ['scripts', 'memoryMb'], kind: 'int', min: 4, max: 4096, default: 32,
-    help: 'Heap limit of each worker thread.',
+    help: 'Lua memory cap of a rule invocation (its allocations fail with "not enough memory" beyond it).',
   },
   {
     section: 'scripts', key: 'queue_max',
