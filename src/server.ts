@@ -70,10 +70,13 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       host: http.host,
       port: http.port,
       stop() {
+        // Pushes in flight are answered before connections close: stop listening, let the engine
+        // drain (every accepted payload stored and its push answered), then close the rest.
         stopping ??= (async () => {
-          http.close();
+          http.stopListening();
           try {
             await engine?.close();
+            await http.close();
           } finally {
             await store.close();
           }

@@ -48,6 +48,8 @@ export interface PushResult {
   accepted: number;
   failed: number;
   errors: unknown[];
+  /** A model's store turned read-only during the push (disk full): its message. */
+  storeReadOnly?: string;
 }
 
 export interface EngineApi {

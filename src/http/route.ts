@@ -121,8 +121,8 @@ export interface RouterOptions {
 
 /** One request's response, tracking whether it may still be written. */
 class Exchange {
-  aborted = false;
-  finished = false;
+  private isAborted = false;
+  private isFinished = false;
   /** The request was counted in the router's request counts. */
   counted = false;
   /** The route pattern for metrics: a route's path, `/api/*` (no such route), `static` or `none`. */
@@ -134,12 +134,14 @@ class Exchange {
     readonly res: HttpResponse,
     readonly method: string,
     private readonly tally: (ex: Exchange, status: number | 'aborted') => void,
+    private readonly pending: PendingAnswers,
   ) {}
 
   /** Must run before the uWS handler returns whenever the answer comes later. */
   hookAbort(): void {
     if (this.hooked) return;
     this.hooked = true;
+    this.pending.add(this);
     this.res.onAborted(() => {
       this.aborted = true;
       this.tally(this, 'aborted');
@@ -147,8 +149,52 @@ class Exchange {
     });
   }
 
+  get aborted(): boolean {
+    return this.isAborted;
+  }
+
+  set aborted(value: true) {
+    this.isAborted = value;
+    this.pending.delete(this);
+  }
+
+  get finished(): boolean {
+    return this.isFinished;
+  }
+
+  set finished(value: true) {
+    this.isFinished = value;
+    this.pending.delete(this);
+  }
+
   get open(): boolean {
-    return !this.aborted && !this.finished;
+    return !this.isAborted && !this.isFinished;
+  }
+}
+
+/** Answers that come later than the uWS handler's return, so a shutdown can wait for them. */
+class PendingAnswers {
+  private readonly open = new Set<Exchange>();
+  private waiters: Array<() => void> = [];
+
+  add(ex: Exchange): void {
+    this.open.add(ex);
+  }
+
+  delete(ex: Exchange): void {
+    if (!this.open.delete(ex) || this.open.size > 0) return;
+    for (const resolve of this.waiters.splice(0)) resolve();
+  }
+
+  /** Resolves when none is pending, or after `timeoutMs`; true when none is pending. */
+  async settled(timeoutMs: number): Promise<boolean> {
+    if (this.open.size === 0) return true;
+    let timer: NodeJS.Timeout | undefined;
+    const idle = new Promise<true>((resolve) => this.waiters.push(() => resolve(true)));
+    const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs)));
+    const result = await Promise.race([idle, late]);
+    clearTimeout(timer);
+    return result;
   }
 }
 
@@ -195,7 +241,14 @@ export class Router {
     this.counts.set(key, (this.counts.get(key) ?? 0) + 1);
   };
 
+  private readonly pending = new PendingAnswers();
+
   constructor(private readonly options: RouterOptions) {}
+
+  /** Resolves once every request answered asynchronously got its answer, or after `timeoutMs`. */
+  settled(timeoutMs: number): Promise<boolean> {
+    return this.pending.settled(timeoutMs);
+  }
 
   /** Requests answered so far, by route pattern, method and status (for /metrics). */
   requestCounts(): RequestCount[] {
@@ -238,7 +291,7 @@ export class Router {
     req.forEach((key, value) => {
       headers[key] = value;
     });
-    const ex = new Exchange(res, COUNTED_METHODS.has(method) ? method : 'OTHER', this.tally);
+    const ex = new Exchange(res, COUNTED_METHODS.has(method) ? method : 'OTHER', this.tally, this.pending);
     const ctx = new RequestCtx(method, path, rawQuery, headers);
     ctx.remoteSource = () => Buffer.from(res.getRemoteAddressAsText()).toString();
     try {

@@ -85,7 +85,19 @@ export function addScriptRoutes(router: Router, engine: EngineApi | undefined, g
         limiter?.failed(who);
         throw new AuthError('wrong push token');
       }
-      return e.push(uuid, pushPayloads(ctx));
+      const payloads = pushPayloads(ctx);
+      const result = await e.push(uuid, payloads);
+      if (result.storeReadOnly !== undefined) {
+        // 503 so the client backs off; it must know that the accepted part is kept, to resend only the rest.
+        throw new UnavailableError(
+          `${result.storeReadOnly}; of ${payloads.length} payloads ${result.accepted} were accepted and are ` +
+            `kept until space returns, ${result.failed} failed`,
+          5,
+          undefined,
+          'ERR_STORE_READ_ONLY',
+        );
+      }
+      return result;
     },
   });
 

@@ -19,8 +19,16 @@ export interface HttpServer {
   port: number;
   /** Every route: method and path (fuzzing, documentation). */
   routes: ReadonlyArray<{ method: string; path: string }>;
-  close(): void;
+  /** Stops accepting connections; requests on open ones are still answered. */
+  stopListening(): void;
+  /**
+   * Stops listening, waits up to `graceMs` for answers still being produced (pushes waiting for the
+   * store, exports), then closes every connection.
+   */
+  close(graceMs?: number): Promise<void>;
 }
+
+const CLOSE_GRACE_MS = 5000;
 
 export const SERVICE_VERSION = '0.1.0';
 
@@ -87,17 +95,26 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
     });
   });
   const port = uWS.us_socket_local_port(listenSocket);
-  let closed = false;
+  let listening = true;
+  let closing: Promise<void> | undefined;
+  const stopListening = (): void => {
+    if (!listening) return;
+    listening = false;
+    uWS.us_listen_socket_close(listenSocket);
+  };
   return {
     host,
     port,
     routes: router.routes(),
-    close() {
-      if (closed) return;
-      closed = true;
-      uWS.us_listen_socket_close(listenSocket);
-      // Also ends idle keep-alive connections so the event loop can empty.
-      (app as { close?: () => void }).close?.();
+    stopListening,
+    close(graceMs = CLOSE_GRACE_MS) {
+      closing ??= (async () => {
+        stopListening();
+        await router.settled(graceMs);
+        // Also ends idle keep-alive connections so the event loop can empty.
+        (app as { close?: () => void }).close?.();
+      })();
+      return closing;
     },
   };
 }

@@ -4,7 +4,7 @@
  * but their records are appended strictly in arrival order: a finished batch waits until every
  * earlier batch of the input has been applied.
  */
-import { InvalidArgumentError, UnavailableError } from '../errors.js';
+import { InvalidArgumentError, StoreReadOnlyError, UnavailableError } from '../errors.js';
 import { unpackOps } from './ops-pack.js';
 import { WorkerLostError, type ScriptPool } from './pool.js';
 import type { RuleStatsBook } from './stats.js';
@@ -61,7 +61,8 @@ class PushTicket {
     this.done = new Promise((resolve) => (this.resolve = resolve));
   }
 
-  settle(index: number, error: string | undefined): void {
+  settle(index: number, error: string | undefined, storeReadOnly: string | undefined): void {
+    if (storeReadOnly !== undefined) this.result.storeReadOnly ??= storeReadOnly;
     if (error === undefined) this.result.accepted++;
     else {
       this.result.failed++;
@@ -78,6 +79,13 @@ interface Entry {
   payload: string;
   ticket?: PushTicket;
   index: number;
+}
+
+/** What applying a batch left to settle: per payload its first error, read-only failures, logs to wait for. */
+interface Applied {
+  failures: Map<number, string>;
+  readOnly: Map<number, string>;
+  touched: Map<RecordLog, { lastId: number; payloads: Set<number> }>;
 }
 
 interface Batch {
@@ -98,6 +106,8 @@ export class InputDispatcher {
   /** Batches applied to the store whose pushes wait for durability. */
   private settling = 0;
   private idleWaiters: Array<() => void> = [];
+  /** Models this input's rules have written to: a push is refused up front while one is read-only. */
+  private readonly targetModels = new Set<string>();
 
   constructor(private readonly deps: DispatcherDeps) {}
 
@@ -109,6 +119,7 @@ export class InputDispatcher {
   push(payloads: string[]): Promise<PushResult> {
     const { queueMax, inendUuid } = this.deps;
     if (payloads.length === 0) return Promise.resolve({ accepted: 0, failed: 0, errors: [] });
+    this.refuseWhileReadOnly();
     if (payloads.length > queueMax) {
       throw new InvalidArgumentError(`payloads: at most ${queueMax} per push for input ${inendUuid}, got ${payloads.length}`);
     }
@@ -119,6 +130,20 @@ export class InputDispatcher {
     payloads.forEach((payload, index) => this.queue.push({ payload, ticket, index }));
     this.schedulePump();
     return ticket.done;
+  }
+
+  /** Throws StoreReadOnlyError (503) while a model this input writes to is read-only: nothing is accepted. */
+  private refuseWhileReadOnly(): void {
+    for (const modelId of this.targetModels) {
+      let target: RecordLog;
+      try {
+        target = this.deps.models.log(modelId) as RecordLog;
+      } catch {
+        this.targetModels.delete(modelId);
+        continue;
+      }
+      if (target.state === 'read-only') throw new StoreReadOnlyError(modelId, target.stats().lastError ?? 'write failed');
+    }
   }
 
   /** For simulators: takes what fits, returns how many. */
@@ -231,9 +256,10 @@ export class InputDispatcher {
   }
 
   /** Appends the batch's records; returns each payload's first error and the logs to wait for. */
-  private apply(batch: Batch, result: BatchResult): { failures: Map<number, string>; touched: Map<RecordLog, { lastId: number; payloads: Set<number> }> } {
+  private apply(batch: Batch, result: BatchResult): Applied {
     const { stats, log, models, inendUuid } = this.deps;
     const failures = new Map<number, string>();
+    const readOnly = new Map<number, string>();
     const fail = (payload: number, ruleUuid: string, message: string, line?: number): void => {
       if (!failures.has(payload)) failures.set(payload, `rule ${ruleUuid}: ${line !== undefined ? `line ${line}: ` : ''}${message}`);
     };
@@ -251,6 +277,7 @@ export class InputDispatcher {
       try {
         const target = models.log(op.modelId) as RecordLog;
         const id = op.kind === 'save' ? target.save(op.record) : target.updateLast(op.record);
+        this.targetModels.add(op.modelId);
         const entry = touched.get(target) ?? { lastId: 0, payloads: new Set<number>() };
         entry.lastId = Math.max(entry.lastId, id);
         entry.payloads.add(op.payload);
@@ -259,24 +286,31 @@ export class InputDispatcher {
         const message = (err as Error).message;
         stats.reclassifyAsFailure(rule, message);
         fail(op.payload, rule, message);
+        if (err instanceof StoreReadOnlyError && !readOnly.has(op.payload)) readOnly.set(op.payload, message);
         log?.('warn', { rule, inend: inendUuid, model: op.modelId }, message);
       }
     }
-    return { failures, touched };
+    return { failures, readOnly, touched };
   }
 
-  private async settle(batch: Batch, applied: ReturnType<InputDispatcher['apply']>): Promise<void> {
-    const { failures, touched } = applied;
+  private async settle(batch: Batch, applied: Applied): Promise<void> {
+    const { failures, readOnly, touched } = applied;
     await Promise.all(
       [...touched].map(async ([target, { lastId, payloads }]) => {
         try {
-          await target.durable(lastId);
+          // A push is answered now: a store that turns read-only (disk full) fails it with a 503 rather
+          // than holding the client until space returns. The records stay accepted and are written then.
+          await target.durable(lastId, { rejectWhenReadOnly: true });
         } catch (err) {
-          for (const p of payloads) if (!failures.has(p)) failures.set(p, `store: ${(err as Error).message}`);
+          const message = (err as Error).message;
+          for (const p of payloads) {
+            if (!failures.has(p)) failures.set(p, `store: ${message}`);
+            if (err instanceof StoreReadOnlyError && !readOnly.has(p)) readOnly.set(p, message);
+          }
         }
       }),
     );
-    batch.entries.forEach((entry, p) => entry.ticket?.settle(entry.index, failures.get(p)));
+    batch.entries.forEach((entry, p) => entry.ticket?.settle(entry.index, failures.get(p), readOnly.get(p)));
   }
 
   private notifyIdle(): void {

@@ -4,7 +4,7 @@
  */
 import { mkdir } from 'node:fs/promises';
 import type { Config } from '../config/types.js';
-import { InvalidArgumentError, NotFoundError, StateError } from '../errors.js';
+import { InvalidArgumentError, NotFoundError, StateError, UnavailableError } from '../errors.js';
 import { InputDispatcher, type TaskContext } from './dispatcher.js';
 import { InendBook, parseSimulatorConfig } from './inends.js';
 import { ScriptPool } from './pool.js';
@@ -143,7 +143,7 @@ export class ScriptEngine {
    * has run through every rule reading the input and its records are stored.
    */
   push(inendUuid: string, payloads: string[]): Promise<PushResult> {
-    if (this.closed) throw new StateError('the rule engine is closed');
+    if (this.closed) throw new UnavailableError('the service is shutting down: push again once it is back', 5);
     const dispatcher = this.dispatchers.get(inendUuid);
     if (!dispatcher) throw new NotFoundError(`input ${inendUuid} not found`);
     if (!Array.isArray(payloads) || payloads.some((p) => typeof p !== 'string')) {

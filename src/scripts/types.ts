@@ -55,6 +55,12 @@ export interface PushResult {
   failed: number;
   /** The first few failures, in payload order. */
   errors: PushError[];
+  /**
+   * Set when payloads failed because a model's store turned read-only (disk full) during the push: the
+   * store's message. Records of the push that were accepted stay in memory and are written when space
+   * returns.
+   */
+  storeReadOnly?: string;
 }
 
 export interface RuleError {
@@ -98,8 +104,9 @@ export function toLogFn(log: LogFn | LevelLogger | undefined): LogFn | undefined
 export interface RecordLog {
   save(record: Record<string, unknown>): number;
   updateLast(fields: Record<string, unknown>): number;
-  durable(id?: number): Promise<void>;
+  durable(id?: number, options?: { rejectWhenReadOnly?: boolean }): Promise<void>;
   readonly state: 'ok' | 'read-only';
+  stats(): { lastError?: string };
 }
 
 /**

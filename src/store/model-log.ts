@@ -130,12 +130,17 @@ export class ModelLog {
     return this.append(g, FRAME_SUPERSEDE, g.lastId, g.lastTs, values);
   }
 
-  /** Resolves once every write so far (id given or not) is durable under the store's durability mode. */
-  durable(id?: number): Promise<void> {
+  /**
+   * Resolves once every write so far (id given or not) is durable under the store's durability mode.
+   * While the model is read-only (disk full) it waits for space to return, unless
+   * `rejectWhenReadOnly`: then it rejects with StoreReadOnlyError; the records stay accepted in memory
+   * and are written when space returns.
+   */
+  durable(id?: number, options: { rejectWhenReadOnly?: boolean } = {}): Promise<void> {
     if (id !== undefined && (!Number.isSafeInteger(id) || id < 0)) {
       return Promise.reject(new InvalidArgumentError(`durable: id must be a non-negative integer, got ${id}`));
     }
-    return this.gen.writer.durable();
+    return this.gen.writer.durable(options.rejectWhenReadOnly === true);
   }
 
   async page(q: PageQuery): Promise<PageResult> {

@@ -24,6 +24,8 @@ interface Waiter {
   lsn: number;
   resolve: () => void;
   reject: (e: Error) => void;
+  /** Rejected with the read-only error as soon as the model turns read-only, instead of waiting for space. */
+  rejectWhenReadOnly: boolean;
 }
 
 export interface WriterOptions {
@@ -120,12 +122,18 @@ export class Writer {
     void this.pump();
   }
 
-  /** Resolves once everything appended so far is durable under the mode. */
-  durable(): Promise<void> {
+  /**
+   * Resolves once everything appended so far is durable under the mode. While the model is read-only
+   * the records stay in memory and are written when space returns; by default the promise waits for
+   * that, with `rejectWhenReadOnly` it rejects with the read-only error instead (a caller that must
+   * answer someone now).
+   */
+  durable(rejectWhenReadOnly = false): Promise<void> {
     const lsn = this.appendedLsn;
     if (lsn <= this.durableLsn) return Promise.resolve();
     if (this.closed) return Promise.reject(new Error(`model ${this.o.modelId} is closed`));
-    return new Promise((resolve, reject) => this.waiters.push({ lsn, resolve, reject }));
+    if (rejectWhenReadOnly && this.state === 'read-only') return Promise.reject(this.readOnlyError());
+    return new Promise((resolve, reject) => this.waiters.push({ lsn, resolve, reject, rejectWhenReadOnly }));
   }
 
   readOnlyError(): StoreReadOnlyError {
@@ -301,12 +309,23 @@ export class Writer {
     clearTimeout(this.retryTimer);
   }
 
+  private rejectReadOnlyWaiters(): void {
+    const error = this.readOnlyError();
+    let kept = 0;
+    for (const w of this.waiters) {
+      if (w.rejectWhenReadOnly) w.reject(error);
+      else this.waiters[kept++] = w;
+    }
+    this.waiters.length = kept;
+  }
+
   private async fail(err: unknown): Promise<void> {
     const job = this.jobs[0];
     const op = job?.kind === 'write' ? 'write' : job?.kind === 'seal' ? 'segment seal' : 'fdatasync';
     this.state = 'read-only';
     this.reason = describeIoError(err, op);
     this.lastError = this.reason;
+    this.rejectReadOnlyWaiters();
     if (!job) this.rewriteNeeded = true;
     if (job?.kind === 'write' && job.seg.file) {
       // A short or failed write may have left part of the chunk: cut back to the last whole frame.

@@ -61,7 +61,7 @@ export async function startTestServer(): Promise<TestServer> {
     config,
     registry,
     async close() {
-      http.close();
+      await http.close();
       await store.close();
       await rm(dir, { recursive: true, force: true });
     },

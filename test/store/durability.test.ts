@@ -80,8 +80,11 @@ describe('disk full and I/O errors', () => {
     const accepted: number[] = [];
     for (let i = 51; i <= 80; i++) accepted.push(log.save(rec(i)));
     const pending = log.durable(80);
+    const impatient = log.durable(80, { rejectWhenReadOnly: true });
     let settled = false;
     void pending.then(() => (settled = true));
+    await expect(impatient).rejects.toBeInstanceOf(StoreReadOnlyError);
+    await expect(log.durable(80, { rejectWhenReadOnly: true })).rejects.toThrow(/disk full/);
     await sleep(60);
     expect(log.state).toBe('read-only');
     expect(log.stats().lastError).toMatch(/disk full \(ENOSPC\)/);
