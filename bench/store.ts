@@ -131,6 +131,9 @@ function heapUsed(): number {
 async function main(): Promise<void> {
   const figures: Figure[] = [];
   await withDir('bench-sqlite-', async (sqliteDir) => {
+    // The first mode measured would otherwise also pay for JIT warm-up and the first heap growth.
+    progress('warm-up: 200,000 appends (not measured)');
+    await appendRate('none', 200_000);
     progress(`append, interval: ${deepRecords.toLocaleString()} records`);
     const interval = await appendRate('interval', deepRecords);
     progress(`append, none: ${deepRecords.toLocaleString()} records`);
