@@ -354,7 +354,13 @@ export class ModelLog {
 
   /** The newest record, decoded once at open so latest() never does I/O. */
   private loadLast(g: Gen): void {
-    const seg = g.segments.find((s) => s.lastId === g.nextId - 1 && s.count > 0);
+    // From the newest segment: an updateLast that rolled the segment leaves the id in two segments, and
+    // the newer one holds its newest version (readRange reads it from there too).
+    let seg: Segment | undefined;
+    for (let i = g.segments.length - 1; i >= 0 && seg === undefined; i--) {
+      const s = g.segments[i];
+      if (s.lastId === g.nextId - 1 && s.count > 0) seg = s;
+    }
     if (!seg?.file) return;
     const b = Buffer.alloc(seg.bytes - seg.lastFrameOffset);
     fs.readSync(seg.file.fd, b, 0, b.length, seg.lastFrameOffset);

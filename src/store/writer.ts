@@ -17,15 +17,31 @@ import type { LatencyHistogram } from './latency.js';
 
 /** Chunks per writev (IOV_MAX is 1024 on Linux). */
 const WRITEV_CHUNKS_MAX = 512;
+/**
+ * A due fdatasync lets at most this many further writes of queued chunks go first (each gathers the
+ * writers that arrived meanwhile into the same fdatasync); then it starts, so a steady stream of writes
+ * cannot starve it.
+ */
+const SYNC_POSTPONE_WRITES_MAX = 8;
 
 type Job = { kind: 'write'; seg: Segment; chunk: MemChunk } | { kind: 'seal'; seg: Segment; next: Segment };
 
-interface Waiter {
-  lsn: number;
-  resolve: () => void;
-  reject: (e: Error) => void;
-  /** Rejected with the read-only error as soon as the model turns read-only, instead of waiting for space. */
-  rejectWhenReadOnly: boolean;
+class Waiter {
+  readonly promise: Promise<void>;
+  resolve!: () => void;
+  reject!: (e: Error) => void;
+
+  constructor(
+    /** Raised while later callers share this waiter (their bytes are in the same uncut chunk). */
+    public lsn: number,
+    /** Rejected with the read-only error as soon as the model turns read-only, instead of waiting for space. */
+    readonly rejectWhenReadOnly: boolean,
+  ) {
+    this.promise = new Promise<void>((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+    });
+  }
 }
 
 export interface WriterOptions {
@@ -56,7 +72,28 @@ export class Writer {
   private readonly jobs: Job[] = [];
   private readonly waiters: Waiter[] = [];
   private idleWaiters: Array<() => void> = [];
-  private pumping = false;
+  /** requestSync() callers: released by the next fdatasync that starts after the request, or at idle. */
+  private syncWaiters: Array<() => void> = [];
+  /** appendedLsn when `cur` was last cut into a write job: waiters above it share `cur`'s fate. */
+  private cutLsn = 0;
+  /** A writev (of one or more queued chunks) is in flight. */
+  /** Writes that went ahead of a due fdatasync since the last one started. */
+  private postponed = 0;
+  private writing = false;
+  /** An fdatasync (preceded by a rewrite after a failed one) is in flight. */
+  private syncing = false;
+  /** A seal job is running; it excludes writes and syncs. */
+  private sealing = false;
+  /** A step failed: nothing new starts until the retry (timer, drain, requestSync, unblock). */
+  private stalled = false;
+  /** The cut-back after a failure is running. */
+  private failing = false;
+  /** A pump is scheduled with setImmediate (see afterSync). */
+  private deferred = false;
+  /** A failure whose cut-back and retry timer wait for the steps still in flight. */
+  private failurePending = false;
+  /** The failed write whose partial bytes must be cut back once nothing is in flight. */
+  private failedWrite: { seg: Segment } | undefined;
   private blocked: boolean;
   private closed = false;
   private forceSync = false;
@@ -64,13 +101,25 @@ export class Writer {
   /** fdatasync failed: the kernel may have dropped the dirty pages, so rewrite them before syncing. */
   private rewriteNeeded = false;
   private flushScheduled = false;
+  /** A flush came while a write was in flight: the write lane cuts `cur` when it frees up. */
+  private flushWanted = false;
   private syncTimer: NodeJS.Timeout | undefined;
   private retryTimer: NodeJS.Timeout | undefined;
   private readonly flushNow = (): void => {
     this.flushScheduled = false;
-    this.cutChunk();
-    void this.pump();
+    if (this.writing) {
+      // Keep appending to `cur`; one chunk per write instead of one per flush.
+      this.flushWanted = true;
+      return;
+    }
+    this.cutChunk(false);
+    this.pump();
   };
+  private readonly deferredPump = (): void => {
+    this.deferred = false;
+    this.pump();
+  };
+  private readonly retry = (): void => this.kick();
 
   constructor(
     private readonly o: WriterOptions,
@@ -85,7 +134,7 @@ export class Writer {
   ensureRoom(seg: Segment, bytes: number): MemChunk {
     const c = this.cur;
     if (c && c.len + bytes <= c.buf.length) return c;
-    this.cutChunk();
+    this.cutChunk(true);
     const chunk: MemChunk = {
       base: seg.bytes,
       buf: Buffer.allocUnsafe(Math.max(WRITE_CHUNK_BYTES, bytes)),
@@ -117,9 +166,9 @@ export class Writer {
   }
 
   roll(seg: Segment, next: Segment): void {
-    this.cutChunk();
+    this.cutChunk(false);
     this.jobs.push({ kind: 'seal', seg, next });
-    void this.pump();
+    this.pump();
   }
 
   /**
@@ -133,7 +182,16 @@ export class Writer {
     if (lsn <= this.durableLsn) return Promise.resolve();
     if (this.closed) return Promise.reject(new Error(`model ${this.o.modelId} is closed`));
     if (rejectWhenReadOnly && this.state === 'read-only') return Promise.reject(this.readOnlyError());
-    return new Promise((resolve, reject) => this.waiters.push({ lsn, resolve, reject, rejectWhenReadOnly }));
+    // The newest waiter's bytes are still in `cur` (not cut yet), like ours: they go out in the same
+    // write and are covered by the same fdatasync, so one promise serves both.
+    const last = this.waiters[this.waiters.length - 1];
+    if (last !== undefined && last.lsn > this.cutLsn && last.rejectWhenReadOnly === rejectWhenReadOnly) {
+      last.lsn = lsn;
+      return last.promise;
+    }
+    const w = new Waiter(lsn, rejectWhenReadOnly);
+    this.waiters.push(w);
+    return w.promise;
   }
 
   readOnlyError(): StoreReadOnlyError {
@@ -142,24 +200,28 @@ export class Writer {
 
   unblock(): void {
     this.blocked = false;
-    void this.pump();
+    this.kick();
   }
 
   /** Writes and fdatasyncs everything; false when the model is read-only and could not finish. */
   async drain(): Promise<boolean> {
-    this.cutChunk();
+    this.cutChunk(false);
     this.forceSync = true;
-    void this.pump();
+    this.kick();
     await this.whenIdle();
     this.forceSync = false;
     return this.jobs.length === 0 && this.syncedLsn === this.appendedLsn;
   }
 
-  /** An fdatasync now (checkpoint), whatever the mode. */
+  /**
+   * An fdatasync now (checkpoint), whatever the mode. Resolves when an fdatasync that started after the
+   * call has finished (or failed), or when there is nothing left to do.
+   */
   requestSync(): Promise<void> {
     this.syncRequested = true;
-    void this.pump();
-    return this.whenIdle();
+    const done = new Promise<void>((r) => this.syncWaiters.push(r));
+    this.kick();
+    return done;
   }
 
   /** Stops timers; rejects durable() promises that can no longer be met. */
@@ -169,47 +231,90 @@ export class Writer {
     clearTimeout(this.retryTimer);
     const err = this.state === 'read-only' ? this.readOnlyError() : new Error(`model ${this.o.modelId} is closed`);
     for (const w of this.waiters.splice(0)) w.reject(err);
+    this.settle();
   }
 
   private scheduleFlush(): void {
     this.flushScheduled = true;
-    if (this.o.durability === 'always') setImmediate(this.flushNow);
+    // `always`: at the end of the current macrotask (after the microtasks it queued), so concurrent
+    // writers resolved by one fdatasync all land in the same write.
+    if (this.o.durability === 'always') queueMicrotask(this.flushNow);
     else setTimeout(this.flushNow, FLUSH_DELAY_MS);
   }
 
-  private cutChunk(): void {
+  /** Hands `cur` to the job queue; `pump` starts the write at once when the chunk is big (bulk appends). */
+  private cutChunk(pump: boolean): void {
     const c = this.cur;
     const seg = this.curSeg;
     if (!c || !seg) return;
     this.cur = this.curSeg = undefined;
+    this.cutLsn = this.appendedLsn;
     if (c.len === 0) {
       seg.mem.splice(seg.mem.indexOf(c), 1);
       return;
     }
     this.jobs.push({ kind: 'write', seg, chunk: c });
-    if (c.len >= WRITE_CHUNK_BYTES / 2 || this.jobs.length > 1) void this.pump();
+    if (pump && (c.len >= WRITE_CHUNK_BYTES / 2 || this.jobs.length > 1)) this.pump();
+  }
+
+  private get busy(): boolean {
+    return this.writing || this.syncing || this.sealing || this.failing || this.deferred;
   }
 
   private whenIdle(): Promise<void> {
-    if (!this.pumping) return Promise.resolve();
+    if (!this.busy) return Promise.resolve();
     return new Promise((r) => this.idleWaiters.push(r));
   }
 
-  private async pump(): Promise<void> {
-    if (this.pumping || this.blocked || this.closed) return;
-    this.pumping = true;
-    try {
-      for (let job = this.jobs[0]; (job || this.syncDue()) && !this.closed; job = this.jobs[0]) {
-        if (job) await this.run(job);
-        else await this.sync();
-        this.recovered();
-      }
-    } catch (err) {
-      await this.fail(err);
-    } finally {
-      this.pumping = false;
-      for (const r of this.idleWaiters.splice(0)) r();
+  /** An explicit retry point (timer, drain, requestSync, unblock): a stalled writer tries again. */
+  private kick(): void {
+    if (this.stalled && !this.busy) this.stalled = false;
+    this.pump();
+  }
+
+  /**
+   * Starts whatever may start now. Lanes: one write at a time (jobs in order), one fdatasync at a time;
+   * a write may run while an fdatasync is in flight (the fdatasync covers only what was written when it
+   * started: writtenLsn is taken then), a seal runs alone. An fdatasync never starts while a write is in
+   * flight: it waits to cover that write too. `afterWrite` (a write just completed): a due fdatasync
+   * starts now, unless more chunks are queued and fewer than SYNC_POSTPONE_WRITES_MAX writes went ahead
+   * of it already; then the next write goes first.
+   */
+  private pump(afterWrite = false): void {
+    if (this.stalled || this.blocked || this.closed) return this.settle();
+    if (afterWrite) {
+      if (this.jobs[0]?.kind === 'write' && this.postponed < SYNC_POSTPONE_WRITES_MAX) this.postponed++;
+      else this.maybeSync();
     }
+    const job = this.jobs[0];
+    if (job !== undefined && !this.writing && !this.sealing) {
+      if (job.kind === 'write') this.startWrite(job);
+      else if (!this.syncing) this.startSeal(job);
+    }
+    this.maybeSync();
+    this.settle();
+  }
+
+  private maybeSync(): void {
+    if (this.syncing || this.writing || this.sealing || !this.syncDue()) return;
+    this.syncing = true;
+    this.postponed = 0;
+    const requested = this.syncRequested;
+    this.syncRequested = false;
+    const released = this.syncWaiters.length > 0 ? this.syncWaiters.splice(0) : undefined;
+    this.sync().then(
+      (resolved) => {
+        this.syncing = false;
+        if (released) for (const r of released) r();
+        this.afterSync(resolved);
+      },
+      (err: unknown) => {
+        this.syncing = false;
+        this.syncRequested ||= requested;
+        if (released) for (const r of released) r();
+        this.onFail(err, 'fdatasync', undefined);
+      },
+    );
   }
 
   private syncDue(): boolean {
@@ -217,23 +322,62 @@ export class Writer {
     return this.forceSync || this.syncRequested || this.o.durability === 'always';
   }
 
-  /** Runs the head job; consecutive writes to one segment go out as a single writev. */
-  private async run(job: Job): Promise<void> {
-    if (job.kind === 'seal') {
-      await this.seal(job.seg, job.next);
-      this.jobs.shift();
+  /**
+   * After a successful fdatasync. When it resolved waiters and bytes written meanwhile are waiting for
+   * the next one, that next one starts after the resolved writers had their turn (setImmediate): their
+   * new records are written first and ride the same fdatasync, instead of the writers splitting into
+   * cohorts that alternate fdatasyncs.
+   */
+  private afterSync(resolved: number): void {
+    if (
+      resolved > 0 &&
+      !this.stalled &&
+      this.o.durability === 'always' &&
+      !this.forceSync &&
+      !this.syncRequested &&
+      !this.writing &&
+      this.jobs.length === 0 &&
+      this.writtenLsn > this.syncedLsn &&
+      !this.closed
+    ) {
+      this.deferred = true;
+      setImmediate(this.deferredPump);
       return;
     }
+    this.pump();
+  }
+
+  /** Consecutive writes to one segment go out as a single writev. */
+  private startWrite(job: Job & { kind: 'write' }): void {
     let n = 1;
     while (n < WRITEV_CHUNKS_MAX && this.jobs[n]?.kind === 'write' && this.jobs[n].seg === job.seg) n++;
-    await this.write(job.seg, this.jobs.slice(0, n).map((j) => (j as { chunk: MemChunk }).chunk));
-    this.jobs.splice(0, n);
+    const chunks = new Array<MemChunk>(n);
+    for (let i = 0; i < n; i++) chunks[i] = (this.jobs[i] as { chunk: MemChunk }).chunk;
+    this.writing = true;
+    this.write(job.seg, chunks).then(
+      () => {
+        this.jobs.splice(0, n);
+        this.writing = false;
+        if (!this.stalled) this.recovered();
+        if (this.flushWanted) {
+          this.flushWanted = false;
+          this.cutChunk(false);
+        }
+        this.pump(true);
+      },
+      (err: unknown) => {
+        this.writing = false;
+        this.onFail(err, 'write', job);
+      },
+    );
   }
 
   private async write(seg: Segment, chunks: MemChunk[]): Promise<void> {
     assert(chunks[0].base === seg.writtenBytes && seg.mem[0] === chunks[0], 'chunks are written in order');
     assert(seg.file, 'segment file exists before its first write');
-    await writeFully(this.o.io, seg.file.fd, chunks.map((c) => c.buf.subarray(0, c.len)), chunks[0].base);
+    const bufs = new Array<Buffer>(chunks.length);
+    for (let i = 0; i < chunks.length; i++) bufs[i] = chunks[i].buf.subarray(0, chunks[i].len);
+    await writeFully(this.o.io, seg.file.fd, bufs, chunks[0].base);
     const last = chunks[chunks.length - 1];
     seg.writtenBytes = last.base + last.len;
     seg.mem.splice(0, chunks.length);
@@ -246,22 +390,23 @@ export class Writer {
     this.syncTimer = setTimeout(() => {
       this.syncTimer = undefined;
       this.syncRequested = true;
-      void this.pump();
+      this.pump();
     }, this.o.syncIntervalMs);
   }
 
-  private async sync(): Promise<void> {
+  /** Returns how many waiters it resolved. */
+  private async sync(): Promise<number> {
     const seg = this.fileSeg;
     const file = seg.file as SegmentFile;
     if (this.rewriteNeeded) await this.rewriteUnsynced(seg, file);
+    // Only bytes whose write completed before the fdatasync starts count as covered by it.
     const lsn = this.writtenLsn;
     const bytes = seg.writtenBytes;
     await this.fdatasync(file.fd);
     this.rewriteNeeded = false;
-    this.syncRequested = false;
     seg.syncedBytes = bytes;
     this.syncedLsn = lsn;
-    this.advanceDurable(lsn);
+    return this.advanceDurable(lsn);
   }
 
   private fdatasync(fd: number): Promise<void> {
@@ -276,6 +421,22 @@ export class Writer {
     const buf = Buffer.allocUnsafe(len);
     await readFully(this.o.io, file.fd, buf, 0, len, seg.syncedBytes);
     await writeFully(this.o.io, file.fd, [buf], seg.syncedBytes);
+  }
+
+  private startSeal(job: Job & { kind: 'seal' }): void {
+    this.sealing = true;
+    this.seal(job.seg, job.next).then(
+      () => {
+        this.jobs.shift();
+        this.sealing = false;
+        if (!this.stalled) this.recovered();
+        this.pump();
+      },
+      (err: unknown) => {
+        this.sealing = false;
+        this.onFail(err, 'segment seal', job);
+      },
+    );
   }
 
   /** Seal: the old segment is synced and indexed before the new one exists; then the manifest moves on. */
@@ -293,13 +454,16 @@ export class Writer {
     this.o.onSealed();
   }
 
-  private advanceDurable(lsn: number): void {
-    // Progress means the failed job went through; waiters must see the model writable again.
-    this.recovered();
-    this.durableLsn = Math.max(this.durableLsn, lsn);
+  /** Resolves, in one pass, the waiters covered by `lsn`; returns how many. */
+  private advanceDurable(lsn: number): number {
+    // Progress means the failed step went through; waiters must see the model writable again.
+    if (!this.stalled) this.recovered();
+    if (lsn > this.durableLsn) this.durableLsn = lsn;
+    const waiters = this.waiters;
     let n = 0;
-    while (n < this.waiters.length && this.waiters[n].lsn <= this.durableLsn) this.waiters[n++].resolve();
-    if (n > 0) this.waiters.splice(0, n);
+    while (n < waiters.length && waiters[n].lsn <= this.durableLsn) waiters[n++].resolve();
+    if (n > 0) waiters.splice(0, n);
+    return n;
   }
 
   private recovered(): void {
@@ -319,22 +483,46 @@ export class Writer {
     this.waiters.length = kept;
   }
 
-  private async fail(err: unknown): Promise<void> {
-    const job = this.jobs[0];
-    const op = job?.kind === 'write' ? 'write' : job?.kind === 'seal' ? 'segment seal' : 'fdatasync';
+  /** A step failed: read-only at once; the cut-back and the retry timer follow once nothing is in flight. */
+  private onFail(err: unknown, op: 'write' | 'segment seal' | 'fdatasync', job: Job | undefined): void {
     this.state = 'read-only';
     this.reason = describeIoError(err, op);
     this.lastError = this.reason;
+    this.stalled = true;
     this.rejectReadOnlyWaiters();
-    if (!job) this.rewriteNeeded = true;
-    if (job?.kind === 'write' && job.seg.file) {
-      // A short or failed write may have left part of the chunk: cut back to the last whole frame.
-      await this.o.io.ftruncate(job.seg.file.fd, job.seg.writtenBytes).catch(() => {});
-    }
-    if (this.closed) return;
-    clearTimeout(this.retryTimer);
-    this.retryTimer = setTimeout(() => void this.pump(), this.o.retryMs);
-    this.retryTimer.unref();
+    if (op === 'fdatasync') this.rewriteNeeded = true;
+    if (job?.kind === 'write') this.failedWrite = { seg: job.seg };
+    this.failurePending = true;
+    this.settle();
+  }
+
+  /** Nothing in flight: finish a failure (cut-back, retry timer), then release the idle waiters. */
+  private settle(): void {
+    if (this.busy) return;
+    if (!this.failurePending) return this.settleIdle();
+    this.failurePending = false;
+    this.failing = true;
+    void this.cutBack().finally(() => {
+      this.failing = false;
+      if (!this.closed) {
+        clearTimeout(this.retryTimer);
+        this.retryTimer = setTimeout(this.retry, this.o.retryMs);
+        this.retryTimer.unref();
+      }
+      this.settleIdle();
+    });
+  }
+
+  /** A short or failed write may have left part of a chunk: cut back to the last whole frame. */
+  private async cutBack(): Promise<void> {
+    const failed = this.failedWrite;
+    this.failedWrite = undefined;
+    if (failed?.seg.file) await this.o.io.ftruncate(failed.seg.file.fd, failed.seg.writtenBytes).catch(() => {});
+  }
+
+  private settleIdle(): void {
+    if (this.idleWaiters.length > 0) for (const r of this.idleWaiters.splice(0)) r();
+    if (this.syncWaiters.length > 0) for (const r of this.syncWaiters.splice(0)) r();
   }
 }
 

@@ -1,6 +1,64 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { FaultyIo, allIds, openModel, openStore, range, rec, removeTmpDirs, sleep, tmpDir } from './helpers.js';
 import { StoreReadOnlyError } from '../../src/errors.js';
+import { type FileIo, nodeFileIo } from '../../src/store/file-io.js';
+
+/**
+ * Real I/O with a slow fdatasync, recording for each one the file end that completed writes had reached
+ * when it started: only those bytes may count as durable when it returns. Single segment (offsets).
+ */
+class PipelineIo implements FileIo {
+  /** End offset of the bytes whose writev has completed. */
+  writtenEnd = 0;
+  /** End offset covered by a completed fdatasync that started after those bytes were written. */
+  durableEnd = 0;
+  syncInFlight = false;
+  /** writev calls issued while an fdatasync was in flight. */
+  overlapped = 0;
+  syncs = 0;
+  rewrites = 0;
+  failNextSync: string | undefined;
+  readonly log: string[] = [];
+
+  async writev(fd: number, bufs: Buffer[], pos: number): Promise<number> {
+    if (this.syncInFlight) this.overlapped++;
+    this.log.push(`writev@${pos}`);
+    // In order and without gaps; below the end only to rewrite after a failed fdatasync.
+    if (pos < this.writtenEnd) this.rewrites++;
+    else expect(pos).toBe(Math.max(this.writtenEnd, 32));
+    const n = await nodeFileIo.writev(fd, bufs, pos);
+    this.writtenEnd = Math.max(this.writtenEnd, pos + n);
+    return n;
+  }
+
+  read(fd: number, buf: Buffer, off: number, len: number, pos: number): Promise<number> {
+    return nodeFileIo.read(fd, buf, off, len, pos);
+  }
+
+  async fdatasync(fd: number): Promise<void> {
+    expect(this.syncInFlight).toBe(false); // one fdatasync in flight
+    this.syncInFlight = true;
+    const covered = this.writtenEnd;
+    this.log.push(`fdatasync covers ${covered}`);
+    try {
+      await sleep(3);
+      if (this.failNextSync) {
+        const code = this.failNextSync;
+        this.failNextSync = undefined;
+        throw Object.assign(new Error(`injected ${code}`), { code });
+      }
+      await nodeFileIo.fdatasync(fd);
+      this.syncs++;
+      this.durableEnd = Math.max(this.durableEnd, covered);
+    } finally {
+      this.syncInFlight = false;
+    }
+  }
+
+  ftruncate(fd: number, len: number): Promise<void> {
+    return nodeFileIo.ftruncate(fd, len);
+  }
+}
 
 afterEach(removeTmpDirs);
 
@@ -38,6 +96,60 @@ describe('durability modes', () => {
     await store.close();
   });
 
+  it('always: writes go out while an fdatasync is in flight; a waiter resolves only after an fdatasync that started after its bytes were written', async () => {
+    const io = new PipelineIo();
+    const store = await openStore(tmpDir(), { durability: 'always' }, { fileIo: io });
+    const log = await openModel(store);
+    let resolved = 0;
+    const writers = 16;
+    const rounds = 25;
+    await Promise.all(
+      Array.from({ length: writers }, async (_, w) => {
+        for (let r = 0; r < rounds; r++) {
+          // Staggered arrivals: some writers append while an fdatasync is in flight.
+          if ((w + r) % 3 === 0) await sleep(1);
+          const id = log.save(rec(w * 1000 + r));
+          const end = log.stats().bytes; // this record's end offset in the (single) segment file
+          const shared = log.durable(id);
+          await shared;
+          expect(io.durableEnd).toBeGreaterThanOrEqual(end);
+          resolved++;
+        }
+      }),
+    );
+    expect(resolved).toBe(writers * rounds);
+    expect(io.overlapped).toBeGreaterThan(0); // pipelining happened
+    expect(io.syncs).toBeLessThan(writers * rounds);
+    expect(log.stats().pendingSyncBytes).toBe(0);
+    await store.close();
+  });
+
+  it('always: a failed fdatasync with a write in flight: read-only, then everything is rewritten, synced and kept', async () => {
+    const io = new PipelineIo();
+    const dir = tmpDir();
+    const store = await openStore(dir, { durability: 'always' }, { fileIo: io, readOnlyRetryMs: 20 });
+    const log = await openModel(store);
+    log.save(rec(1));
+    await log.durable();
+    io.failNextSync = 'EIO';
+    log.save(rec(2));
+    const p2 = log.durable();
+    // Wait until the fdatasync for record 2 is in flight (it takes 3 ms and will fail).
+    while (!io.syncInFlight) await new Promise((r) => setImmediate(r));
+    log.save(rec(3)); // written while that fdatasync is in flight
+    const p3 = log.durable();
+    const impatient = log.durable(3, { rejectWhenReadOnly: true });
+    await expect(impatient).rejects.toBeInstanceOf(StoreReadOnlyError);
+    expect(log.state).toBe('read-only');
+    expect(log.stats().lastError).toMatch(/EIO\) on fdatasync/);
+    await Promise.all([p2, p3]);
+    expect(log.state).toBe('ok');
+    expect(io.durableEnd).toBe(log.stats().bytes);
+    expect(io.rewrites).toBeGreaterThan(0);
+    await store.close();
+    expect(await allIds(await openModel(await openStore(dir)))).toEqual([1, 2, 3]);
+  });
+
   it('interval: an fdatasync every syncIntervalMs, not per write', async () => {
     const io = new FaultyIo();
     const store = await openStore(tmpDir(), { durability: 'interval', syncIntervalMs: 50 }, { fileIo: io });
@@ -64,6 +176,29 @@ describe('durability modes', () => {
     await store.abandon(); // like kill -9: what reached the kernel survives
     const log2 = await openModel(await openStore(dir));
     expect(await allIds(log2)).toEqual(range(1, 100));
+  });
+});
+
+describe('restart after an update-last that rolled the segment', () => {
+  it('latest() is the newest version (the id sits in two segments; the newer one wins)', async () => {
+    const dir = tmpDir();
+    const store = await openStore(dir, { durability: 'always', segmentBytesMax: 2000 });
+    const log = await openModel(store);
+    let rolled = false;
+    for (let i = 1; i <= 200 && !rolled; i++) {
+      log.save(rec(i));
+      const before = log.stats().segments;
+      log.updateLast({ hum: i + 0.5 });
+      rolled = log.stats().segments > before;
+    }
+    expect(rolled).toBe(true);
+    const want = log.latest();
+    await log.durable();
+    await store.abandon(); // like kill -9 (all durable): the unclean path
+    const log2 = await openModel(await openStore(dir, { segmentBytesMax: 2000 }));
+    const page = await log2.page({ current: 1, size: 1, order: 'desc' });
+    expect(page.records[0]).toEqual(want);
+    expect(log2.latest()).toEqual(want);
   });
 });
 
