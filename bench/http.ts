@@ -136,9 +136,9 @@ async function main(): Promise<void> {
     [
       `wrk, 1 thread, ${connections} connections, ${seconds} s per figure, on loopback; each server in its own`,
       'process pinned to core 0, wrk on core 1. Same model (6 attributes), same records, same secret check and',
-      'envelope. The reference answers a list with `count(*)` + `LIMIT/OFFSET` and the latest with
-`ORDER BY id DESC LIMIT 1`, as RHILEX does. Writes, when on, are appended inside the server process by a
-10 ms timer (100 records a tick).',
+      'envelope. The reference answers a list with `count(*)` + `LIMIT/OFFSET` and the latest with',
+      '`ORDER BY id DESC LIMIT 1`, as RHILEX does. Writes, when on, are appended inside the server process by a',
+      '10 ms timer (100 records a tick).',
     ].join('\n'),
   );
 }
