@@ -272,10 +272,16 @@ export class InputDispatcher {
     }
     for (const d of result.debug) log?.('info', { rule: batch.rules[d.rule].uuid, inend: inendUuid }, d.message);
     const touched = new Map<RecordLog, { lastId: number; payloads: Set<number> }>();
+    // The registry cannot change while this runs: look each model's log up once per batch, not per record.
+    const logs = new Map<string, RecordLog>();
     for (const op of result.ops) {
       const rule = batch.rules[op.rule].uuid;
       try {
-        const target = models.log(op.modelId) as RecordLog;
+        let target = logs.get(op.modelId);
+        if (target === undefined) {
+          target = models.log(op.modelId) as RecordLog;
+          logs.set(op.modelId, target);
+        }
         const id = op.kind === 'save' ? target.save(op.record) : target.updateLast(op.record);
         this.targetModels.add(op.modelId);
         const entry = touched.get(target) ?? { lastId: 0, payloads: new Set<number>() };

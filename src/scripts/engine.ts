@@ -11,7 +11,7 @@ import { ScriptPool } from './pool.js';
 import { parseRuleFields, RuleBook, type RuleFields } from './rules.js';
 import { Simulator } from './simulator.js';
 import { RuleStatsBook } from './stats.js';
-import { requireBody } from './metadata-file.js';
+import { optionalText, requireBody } from './metadata-file.js';
 import { toLogFn, type Inend, type LevelLogger, type LogFn, type ModelSource, type PushResult, type RecordLog, type Rule, type RuleStats, type ValidationResult } from './types.js';
 
 export interface ScriptEngineOptions {
@@ -80,13 +80,8 @@ export class ScriptEngine {
 
   /** Compiles `{actions, success, failed}` (or a bare actions script) without saving anything. */
   validate(input: unknown): Promise<ValidationResult> {
-    const body = typeof input === 'string' ? { actions: input } : requireBody(input);
-    const text = (field: string): string => {
-      const value = body[field];
-      if (value === undefined || value === null) return '';
-      if (typeof value !== 'string') throw new InvalidArgumentError(`${field} must be a string`);
-      return value;
-    };
+    const body: Record<string, unknown> = typeof input === 'string' ? { actions: input } : requireBody(input);
+    const text = (field: string): string => optionalText(body[field], field, Infinity);
     return this.pool.compile({ kind: 'compile', actions: text('actions'), success: text('success'), failed: text('failed') });
   }
 
@@ -114,8 +109,7 @@ export class ScriptEngine {
   /** A simulator restarts with its new settings; the queue of the input is kept. */
   async updateInend(input: unknown): Promise<Inend> {
     const inend = await this.inends.update(input);
-    this.simulators.get(inend.uuid)?.stop();
-    this.simulators.delete(inend.uuid);
+    this.stopSimulator(inend.uuid);
     this.startSimulator(inend);
     return inend;
   }
@@ -128,8 +122,7 @@ export class ScriptEngine {
         throw new StateError(`input ${id} is read by rule ${readers.map((r) => r.uuid).join(', ')}; remove it from fromSource first`);
       }
     });
-    this.simulators.get(uuid)?.stop();
-    this.simulators.delete(uuid);
+    this.stopSimulator(uuid);
     await this.dispatchers.get(uuid)?.idle();
     this.dispatchers.delete(uuid);
   }
@@ -198,6 +191,11 @@ export class ScriptEngine {
     const simulator = new Simulator(parseSimulatorConfig(inend.config), (payloads) => dispatcher.offer(payloads));
     this.simulators.set(inend.uuid, simulator);
     simulator.start();
+  }
+
+  private stopSimulator(uuid: string): void {
+    this.simulators.get(uuid)?.stop();
+    this.simulators.delete(uuid);
   }
 
   /**

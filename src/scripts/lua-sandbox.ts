@@ -32,6 +32,11 @@ export type ScriptName = 'actions' | 'success' | 'failed';
 /** The three scripts of a rule, compiled into one environment held by a registry reference. */
 export type CompileOutcome = { ok: true; envRef: number } | { ok: false; error: string };
 
+/** Raised by the instruction hook and recognised by the prelude, which rethrows it past pcall. */
+function timeoutMessage(limits: SandboxLimits): string {
+  return `time limit exceeded (${limits.timeoutMs} ms)`;
+}
+
 export class LuaSandbox {
   private deadline = Infinity;
   private readonly hookPointer: number;
@@ -52,7 +57,7 @@ export class LuaSandbox {
     this.state = state;
     this.invokeRef = BigInt(refs.invoke);
     // A C string that lives as long as the engine: the hook raises it without converting anything.
-    const timeoutText = this.timeoutMessage;
+    const timeoutText = timeoutMessage(limits);
     const timeoutPointer = raw.malloc(timeoutText.length + 1);
     lua.module.stringToUTF8(timeoutText, timeoutPointer, timeoutText.length + 1);
     // Every Lua thread created later (coroutines) inherits this hook from the main state.
@@ -63,10 +68,6 @@ export class LuaSandbox {
       }
     }, 'vii');
     lua.lua_sethook(state, this.hookPointer, LUA_MASK_COUNT, HOOK_INSTRUCTION_COUNT);
-  }
-
-  get timeoutMessage(): string {
-    return `time limit exceeded (${this.limits.timeoutMs} ms)`;
   }
 
   get memoryMessage(): string {
@@ -89,7 +90,7 @@ export class LuaSandbox {
     for (const lib of [LuaLibraries.Base, LuaLibraries.Table, LuaLibraries.String, LuaLibraries.Math, LuaLibraries.Coroutine]) {
       g.loadLibrary(lib);
     }
-    g.set('__host', hostFunctions(host, `time limit exceeded (${limits.timeoutMs} ms)`));
+    g.set('__host', hostFunctions(host, timeoutMessage(limits)));
     for (const [name, pointer] of [['__j2t', bridge.j2tPointer], ['__save', bridge.savePointer], ['__update', bridge.updatePointer]] as const) {
       raw.lua_pushcclosure(state, pointer, 0);
       lua.lua_setglobal(state, name);
@@ -106,8 +107,7 @@ export class LuaSandbox {
 
   /** Compiles a rule's scripts into a fresh environment; empty success/failed scripts are skipped. */
   compile(scripts: Record<ScriptName, string>): CompileOutcome {
-    const { lua } = this;
-    const state = this.engine.global.address;
+    const { lua, state } = this;
     lua.lua_settop(state, 0);
     lua.lua_rawgeti(state, LUA_REGISTRYINDEX, BigInt(this.refs.newEnv));
     if (lua.lua_pcallk(state, 0, 1, 0, 0, null) !== 0) return { ok: false, error: this.popError() };
@@ -135,7 +135,7 @@ export class LuaSandbox {
   }
 
   release(envRef: number): void {
-    this.lua.luaL_unref(this.engine.global.address, LUA_REGISTRYINDEX, envRef);
+    this.lua.luaL_unref(this.state, LUA_REGISTRYINDEX, envRef);
   }
 
   /** Runs one payload through one compiled rule under the soft time limit. */
@@ -167,8 +167,7 @@ export class LuaSandbox {
 
   /** Calls the function below `argCount` arguments (with the time limit); returns its string result, if any. */
   private callForMessage(argCount: number): string | undefined {
-    const { lua } = this;
-    const state = this.engine.global.address;
+    const { lua, state } = this;
     const rc = this.protectedCall(argCount, 1);
     if (rc !== 0) return this.popError();
     const message = lua.lua_type(state, -1) === LUA_TSTRING ? lua.lua_tolstring(state, -1, null) : undefined;
@@ -192,8 +191,7 @@ export class LuaSandbox {
   }
 
   private popError(): string {
-    const { lua } = this;
-    const state = this.engine.global.address;
+    const { lua, state } = this;
     const message = lua.lua_type(state, -1) === LUA_TSTRING ? lua.lua_tolstring(state, -1, null) : 'unknown Lua error';
     lua.lua_settop(state, 0);
     return this.normalise(message);

@@ -82,9 +82,7 @@ export class RuleBook {
 
   /** The rules reading an input, in creation order, as workers compile them. */
   scriptsFor(inendUuid: string): RuleScripts[] {
-    return this.rules
-      .filter((r) => r.fromSource.includes(inendUuid))
-      .map((r) => ({ uuid: r.uuid, version: this.versions.get(r.uuid) ?? 0, actions: r.actions, success: r.success, failed: r.failed }));
+    return this.readers(inendUuid).map((r) => ({ uuid: r.uuid, version: this.versions.get(r.uuid) ?? 0, actions: r.actions, success: r.success, failed: r.failed }));
   }
 
   ids(): string[] {
