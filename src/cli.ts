@@ -12,7 +12,7 @@ import { pino, type Logger } from 'pino';
 import { defaultConfigText, loadConfig, type LoadedConfig } from './config/index.js';
 import { EdgeError } from './errors.js';
 import { exportChunks, exportFormat } from './http/export.js';
-import { ListenError } from './http/server.js';
+import { ListenError, SERVICE_VERSION } from './http/server.js';
 import { openData, startService, type RunningService } from './server.js';
 
 const USAGE = `Usage:
@@ -146,7 +146,7 @@ async function exportCommand(parsed: Parsed): Promise<void> {
     try {
       for await (const chunk of exportChunks({ model, log, fromId, toId }, format, (n) => {
         written += n;
-        bar.update(Math.min(written, Math.max(total, written)));
+        bar.update(written);
       })) {
         await writeChunk(out, chunk);
       }
@@ -177,7 +177,7 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (parsed.values.version) {
-    process.stdout.write('edge-datacenter 0.1.0\n');
+    process.stdout.write(`edge-datacenter ${SERVICE_VERSION}\n`);
     return 0;
   }
   const [command = 'serve', ...rest] = parsed.positionals;

@@ -4,6 +4,7 @@
  * limit is answered at once, before it sends anything, with a 503 envelope, `Retry-After` and
  * `Connection: close`, and closed; connections already open are not affected.
  */
+import { JSON_HEADERS } from './route.js';
 import type { HttpResponse, TemplatedApp } from './uws.js';
 
 const REFUSAL = JSON.stringify({ code: 503, msg: 'too many open connections: retry later', data: null });
@@ -28,9 +29,7 @@ export class ConnectionGate {
     try {
       res.cork(() => {
         res.writeStatus('503 Service Unavailable');
-        res.writeHeader('Content-Type', 'application/json; charset=utf-8');
-        res.writeHeader('X-Content-Type-Options', 'nosniff');
-        res.writeHeader('Cache-Control', 'no-store');
+        for (const [key, value] of JSON_HEADERS) res.writeHeader(key, value);
         res.writeHeader('Retry-After', '1');
         res.end(REFUSAL, true);
       });

@@ -45,6 +45,11 @@ export function formatRecord(record: RecordView, stamp: (ms: number) => string):
   return out;
 }
 
+/** A created object as RHILEX answers it: `uuid` first, then the object's own fields. */
+export function withUuid(created: { uuid: string }): Record<string, unknown> {
+  return Object.assign({ uuid: created.uuid }, created);
+}
+
 /** RHILEX's schema list/detail object. */
 export function modelView(model: DataModel): Record<string, unknown> {
   return {

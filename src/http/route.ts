@@ -198,7 +198,8 @@ class PendingAnswers {
   }
 }
 
-const JSON_HEADERS: ReadonlyArray<readonly [string, string]> = [
+/** The headers of every JSON answer (also the connection gate's 503). */
+export const JSON_HEADERS: ReadonlyArray<readonly [string, string]> = [
   ['Content-Type', 'application/json; charset=utf-8'],
   ['X-Content-Type-Options', 'nosniff'],
   ['Cache-Control', 'no-store'],
@@ -536,15 +537,22 @@ export class AllowError extends MethodNotAllowedError {
   }
 }
 
+/** Stateless between calls: a non-streaming decode() resets it, also after an error. */
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/** The request body as text; 400 `<what> is not valid UTF-8` otherwise. */
+export function utf8Body(ctx: RequestCtx, what: string): string {
+  try {
+    return UTF8.decode(ctx.body);
+  } catch {
+    throw new InvalidArgumentError(`${what} is not valid UTF-8`);
+  }
+}
+
 /** Throws 400 unless the body is a JSON object; returns it. */
 export function jsonBody(ctx: RequestCtx): Record<string, unknown> {
   if (ctx.body.length === 0) throw new InvalidArgumentError('request body must be a JSON object, got an empty body');
-  let text: string;
-  try {
-    text = new TextDecoder('utf-8', { fatal: true }).decode(ctx.body);
-  } catch {
-    throw new InvalidArgumentError('request body is not valid UTF-8');
-  }
+  const text = utf8Body(ctx, 'request body');
   let value: unknown;
   try {
     value = JSON.parse(text);

@@ -4,16 +4,12 @@
  * `[]` as RHILEX does.
  */
 import type { RegistryApi } from './deps.js';
-import { modelView } from './format.js';
-import { boolean, integer, optional, PAGE_SIZE_MAX, required } from './params.js';
+import { modelView, withUuid } from './format.js';
+import { boolean, integer, optional, pageSize, required } from './params.js';
 import { InvalidArgumentError } from '../errors.js';
 import { jsonBody, type RequestCtx, type Route, type Router } from './route.js';
 
 type Guard = (ctx: RequestCtx) => void;
-
-function withUuid(created: { uuid: string }): Record<string, unknown> {
-  return Object.assign({ uuid: created.uuid }, created);
-}
 
 export function addSchemaRoutes(router: Router, registry: RegistryApi, guard: Guard): void {
   const add = (route: Omit<Route, 'guard' | 'path'> & { path: string }): void => {
@@ -101,7 +97,7 @@ export function addSchemaRoutes(router: Router, registry: RegistryApi, guard: Gu
       const query = ctx.query;
       const schemaUuid = optional(query, 'schema_uuid') ?? optional(query, 'schemaId') ?? required(query, 'schema_uuid');
       const current = integer(query, 'current', 1, Number.MAX_SAFE_INTEGER, 1);
-      const size = integer(query, 'size', 1, PAGE_SIZE_MAX, 25);
+      const size = pageSize(query);
       const all = await registry.listAttributes(schemaUuid);
       const start = (current - 1) * size;
       return { current, size, total: all.length, records: start < all.length ? all.slice(start, start + size) : [] };

@@ -6,18 +6,14 @@ import { AuthError, InvalidArgumentError, UnavailableError } from '../errors.js'
 import { bearerToken, type FailureLimiter } from './auth.js';
 import type { EngineApi } from './deps.js';
 import { required } from './params.js';
-import { jsonBody, type RequestCtx, type Route, type Router } from './route.js';
+import { withUuid } from './format.js';
+import { jsonBody, utf8Body, type RequestCtx, type Route, type Router } from './route.js';
 
 type Guard = (ctx: RequestCtx) => void;
 
 /** Splits a push body into payloads: NDJSON gives one per non-blank line, anything else one in all. */
 export function pushPayloads(ctx: RequestCtx): string[] {
-  let text: string;
-  try {
-    text = new TextDecoder('utf-8', { fatal: true }).decode(ctx.body);
-  } catch {
-    throw new InvalidArgumentError('push body is not valid UTF-8');
-  }
+  const text = utf8Body(ctx, 'push body');
   const type = (ctx.header('content-type') ?? '').toLowerCase();
   const lines = type.startsWith('application/x-ndjson') || type.startsWith('application/jsonl');
   const payloads = lines
@@ -46,7 +42,7 @@ export function addScriptRoutes(router: Router, engine: EngineApi | undefined, g
     path: '/inends/create',
     handler: async (ctx) => {
       const { inend, token } = await need().createInend(jsonBody(ctx));
-      const view: Record<string, unknown> = Object.assign({ uuid: inend.uuid }, inend);
+      const view = withUuid(inend);
       if (token !== undefined) view.token = token;
       return view;
     },
@@ -108,8 +104,7 @@ export function addScriptRoutes(router: Router, engine: EngineApi | undefined, g
     method: 'POST',
     path: '/rules/create',
     handler: async (ctx) => {
-      const rule = await need().createRule(jsonBody(ctx));
-      return Object.assign({ uuid: rule.uuid }, rule);
+      return withUuid(await need().createRule(jsonBody(ctx)));
     },
   });
   add({ method: 'PUT', path: '/rules/update', handler: async (ctx) => (await need().updateRule(jsonBody(ctx))) ?? [] });

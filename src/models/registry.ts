@@ -302,7 +302,7 @@ export class ModelRegistry {
   }
 }
 
-/** Throws naming every name already used in `model` (case-insensitively), ignoring attribute `except`. */
+/** Throws when `adding` more attributes would exceed ATTRIBUTES_MAX. */
 function assertRoom(model: DataModel, adding: number): void {
   if (model.attributes.length + adding > ATTRIBUTES_MAX) {
     throw new InvalidArgumentError(
@@ -311,6 +311,7 @@ function assertRoom(model: DataModel, adding: number): void {
   }
 }
 
+/** Throws naming every name already used in `model` (case-insensitively), ignoring attribute `except`. */
 function assertNamesFree(model: DataModel, names: string[], except?: string, source?: string): void {
   const used = new Set(model.attributes.filter((a) => a.uuid !== except).map((a) => a.name.toLowerCase()));
   const clashes = names.filter((n) => used.has(n.toLowerCase()));
