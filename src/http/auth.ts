@@ -3,27 +3,23 @@
  * the length of a secret does not leak) and compared with timingSafeEqual against every configured value,
  * without an early exit.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
 import { AuthError } from '../errors.js';
+import { digestsEqual, sha256 } from '../util/digest.js';
 import type { RequestCtx } from './route.js';
-
-function digest(text: string): Buffer {
-  return createHash('sha256').update(text, 'utf8').digest();
-}
 
 export class SecretSet {
   private readonly digests: Buffer[];
 
   /** Empty strings are dropped: an empty value never disables the check. */
   constructor(values: readonly string[]) {
-    this.digests = values.filter((v) => v.length > 0).map(digest);
+    this.digests = values.filter((v) => v.length > 0).map(sha256);
   }
 
   matches(candidate: string | undefined): boolean {
-    const probe = digest(candidate ?? '');
+    const probe = sha256(candidate ?? '');
     let ok = false;
     for (const known of this.digests) {
-      if (timingSafeEqual(probe, known)) ok = true;
+      if (digestsEqual(probe, known)) ok = true;
     }
     return ok && candidate !== undefined && candidate.length > 0;
   }

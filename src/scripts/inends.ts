@@ -2,7 +2,8 @@
  * The input list: input checks, inends.json, and HTTP push tokens. Only a SHA-256 of each token is
  * stored; a push compares hashes with timingSafeEqual, so neither the file nor the timing reveals it.
  */
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { digestsEqual, sha256 } from '../util/digest.js';
 import { join } from 'node:path';
 import { AuthError, InvalidArgumentError, NotFoundError } from '../errors.js';
 import { newUniqueId } from '../models/ids.js';
@@ -21,10 +22,6 @@ interface StoredInend extends Inend {
 }
 
 type InendFields = Pick<Inend, 'name' | 'type' | 'description' | 'config'>;
-
-function sha256(text: string): Buffer {
-  return createHash('sha256').update(text).digest();
-}
 
 export function parseInendFields(input: unknown, current?: Inend): InendFields {
   const body = requireBody(input);
@@ -108,7 +105,7 @@ export class InendBook {
     // Hash first so the comparison has a fixed length whatever the caller sent.
     const given = sha256(typeof token === 'string' ? token : '');
     const expected = inend.tokenSha256 === undefined ? undefined : Buffer.from(inend.tokenSha256, 'hex');
-    if (expected === undefined || expected.length !== given.length || !timingSafeEqual(given, expected)) {
+    if (!digestsEqual(given, expected)) {
       throw new AuthError(`missing or wrong push token for input ${uuid}`);
     }
   }
