@@ -25,9 +25,9 @@ export const RETENTION_CHECK_INTERVAL_MS = 60_000;
 export const READ_ONLY_RETRY_MS_DEFAULT = 1000;
 /** Sealed segments index every 64th id. */
 export const SPARSE_STRIDE = 64;
-/** Records decoded per chunk by the export iterator. */
 /** Distinct `select` projections of the newest record kept between two writes; bounds what a client can make us cache. */
 export const LATEST_PROJECTIONS_MAX = 64;
+/** Records decoded per chunk by the export iterator. */
 export const ITERATE_CHUNK_RECORDS = 1000;
 export const MODEL_FIELDS_MAX = 1024;
 

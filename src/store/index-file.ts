@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { crc32c } from './crc32c.js';
 import { u32 } from './frame.js';
-import { indexName, type Segment } from './segment.js';
+import { DENSE_INITIAL, indexName, type Segment } from './segment.js';
 import { writeFileAtomic } from '../util/atomic-file.js';
 import { SPARSE_STRIDE } from './constants.js';
 
@@ -98,12 +98,18 @@ export function writeIndex(dir: string, seg: Segment): Promise<void> {
   return writeFileAtomic(path.join(dir, indexName(seg.segNo)), encodeIndex(indexOf(seg)));
 }
 
-/** Adopts a loaded index into a segment object; false when it does not describe this segment. */
-export function applyIndex(seg: Segment, ix: IndexFile, fileBytes: number): boolean {
+/** Whether a loaded index describes this segment (a file of `fileBytes` bytes). */
+export function indexFits(seg: Segment, ix: IndexFile, fileBytes: number): boolean {
   const count = ix.lastId - ix.firstId + 1;
   const expected = ix.stride === 1 ? count : Math.ceil(count / SPARSE_STRIDE);
   if (ix.segNo !== seg.segNo || ix.firstId !== seg.firstId || ix.dataEnd !== fileBytes) return false;
-  if ((ix.stride !== 1 && ix.stride !== SPARSE_STRIDE) || ix.entries.length !== expected || count < 0) return false;
+  return (ix.stride === 1 || ix.stride === SPARSE_STRIDE) && ix.entries.length === expected && count >= 0;
+}
+
+/** Adopts a loaded index into a segment object; false (segment untouched) when it does not describe it. */
+export function applyIndex(seg: Segment, ix: IndexFile, fileBytes: number): boolean {
+  if (!indexFits(seg, ix, fileBytes)) return false;
+  const count = ix.lastId - ix.firstId + 1;
   seg.lastId = ix.lastId;
   seg.bytes = seg.writtenBytes = seg.syncedBytes = fileBytes;
   seg.minTs = ix.minTs;
@@ -111,7 +117,7 @@ export function applyIndex(seg: Segment, ix: IndexFile, fileBytes: number): bool
   seg.lastFrameOffset = ix.lastFrameOffset;
   seg.lastFrameCrc = ix.lastFrameCrc;
   if (ix.stride === 1) {
-    const d = new Uint32Array(Math.max(1024, 2 ** Math.ceil(Math.log2(count + 1))));
+    const d = new Uint32Array(Math.max(DENSE_INITIAL, 2 ** Math.ceil(Math.log2(count + 1))));
     d.set(ix.entries);
     seg.dense = d;
     seg.sparse = undefined;

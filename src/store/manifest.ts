@@ -8,6 +8,7 @@ import { crc32c } from './crc32c.js';
 import { u32 } from './frame.js';
 import { fsyncDirSync } from './file-io.js';
 import { assert } from './constants.js';
+import { SerialQueue } from '../util/atomic-file.js';
 
 export const MANIFEST_FILE = 'MANIFEST';
 export const MANIFEST_SLOT_BYTES = 4096;
@@ -97,7 +98,7 @@ export function readManifestSync(dir: string): ManifestRead {
 
 /** Serialises slot writes of one model; each write goes to the slot not holding the newest state. */
 export class ManifestWriter {
-  private chain: Promise<void> = Promise.resolve();
+  private readonly writes = new SerialQueue();
 
   constructor(
     private readonly fd: number,
@@ -126,9 +127,7 @@ export class ManifestWriter {
 
   /** `state` is read when the write starts, so a queued write always stores the newest state. */
   write(state: () => Manifest): Promise<void> {
-    const run = this.chain.then(() => this.writeNow(state()));
-    this.chain = run.catch(() => {});
-    return run;
+    return this.writes.run(() => this.writeNow(state()));
   }
 
   private async writeNow(m: Manifest): Promise<void> {
@@ -141,8 +140,8 @@ export class ManifestWriter {
     this.seq = seq;
   }
 
-  async close(): Promise<void> {
-    await this.chain;
-    fs.closeSync(this.fd);
+  /** After the writes already queued. */
+  close(): Promise<void> {
+    return this.writes.run(async () => fs.closeSync(this.fd));
   }
 }

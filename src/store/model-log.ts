@@ -6,16 +6,16 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Packr } from 'msgpackr';
 import { FRAME_HEADER_BYTES, FRAME_SAVE, FRAME_SUPERSEDE, type FrameType, checkFrame, sealFrame, frameTs } from './frame.js';
-import { Segment, indexName } from './segment.js';
+import { Segment } from './segment.js';
 import { Writer } from './writer.js';
 import { LatencyHistogram } from './latency.js';
 import { type ManifestWriter } from './manifest.js';
-import { createModelDirSync, manifestOf, openModelDirSync } from './recovery.js';
+import { addLostRange, createModelDirSync, manifestOf, openModelDirSync } from './recovery.js';
 import { readRange, decodeValues, projection, toView, type Projection } from './reader.js';
 import { applyRetention, totalBytes } from './retention.js';
-import { encodeIndex, indexOf } from './index-file.js';
+import { writeIndex } from './index-file.js';
 import type { FileIo } from './file-io.js';
-import { fsyncDir, writeFileAtomic } from '../util/atomic-file.js';
+import { fsyncDir, SerialQueue } from '../util/atomic-file.js';
 import {
   CHECKPOINT_INTERVAL_MS,
   ITERATE_CHUNK_RECORDS,
@@ -79,12 +79,9 @@ export class ModelLog {
   /** Kept across generations (clear), so the counts only grow. */
   private readonly fsyncLatency = new LatencyHistogram();
   private retentionRun: Promise<void> | undefined;
-  private clearRun: Promise<void> = Promise.resolve();
+  private readonly clears = new SerialQueue();
   private closed = false;
-  private readonly onLost = (fromId: number, toId: number): void => {
-    const known = this.recovery.lostRanges.some((r) => r.fromId <= fromId && r.toId >= toId);
-    if (!known) this.recovery.lostRanges.push({ fromId, toId });
-  };
+  private readonly onLost = (fromId: number, toId: number): void => addLostRange(this.recovery.lostRanges, fromId, toId);
 
   private constructor(private readonly c: ModelLogConfig) {
     this.modelId = c.modelId;
@@ -125,7 +122,7 @@ export class ModelLog {
     for (const k of Object.keys(fields)) {
       const i = this.fieldIndex.get(k);
       if (i === undefined) throw new InvalidArgumentError(`updateLast: unknown field ${JSON.stringify(k)}`);
-      if (fields[k] !== undefined) values[i] = fields[k] ?? null;
+      if (fields[k] !== undefined) values[i] = fields[k];
     }
     return this.append(g, FRAME_SUPERSEDE, g.lastId, g.lastTs, values);
   }
@@ -166,6 +163,7 @@ export class ModelLog {
       g.lastView ??= Object.freeze(toView(this.fullProjection, g.lastId, g.lastTs, g.lastValues));
       return g.lastView;
     }
+    if (!Array.isArray(select)) throw new InvalidArgumentError('select must be an array of field names');
     const key = select.join('\u0000');
     let v = g.lastProjected.get(key);
     if (!v) {
@@ -195,9 +193,7 @@ export class ModelLog {
   }
 
   clear(): Promise<void> {
-    const run = this.clearRun.then(() => this.clearNow());
-    this.clearRun = run.catch(() => {});
-    return run;
+    return this.clears.run(() => this.clearNow());
   }
 
   setRetention(limits: RetentionLimits): void {
@@ -231,7 +227,7 @@ export class ModelLog {
   /** Flush, fdatasync, index of the active segment and a clean manifest: the next open does not scan. */
   async close(): Promise<void> {
     if (this.closed) return;
-    await this.clearRun;
+    await this.clears.run(async () => {});
     await this.retentionRun;
     this.closed = true;
     for (const t of this.timers) clearInterval(t);
@@ -240,7 +236,7 @@ export class ModelLog {
     g.writer.close();
     const active = g.segments[g.segments.length - 1];
     if (drained && g.manifest) {
-      await writeFileAtomic(path.join(this.c.dir, indexName(active.segNo)), encodeIndex(indexOf(active)));
+      await writeIndex(this.c.dir, active);
       await g.manifest.write(() => ({ ...manifestOf(g.segments), clean: true }));
     }
     await this.releaseGen(g);

@@ -104,12 +104,11 @@ export interface Projection {
   /** Indexes into the model fields. */
   fields: number[];
   names: readonly string[];
-  key: string;
 }
 
 export function projection(fields: readonly string[], select: readonly string[] | undefined): Projection {
   if (select === undefined) {
-    return { id: true, createAt: true, fields: fields.map((_, i) => i), names: fields, key: '' };
+    return { id: true, createAt: true, fields: fields.map((_, i) => i), names: fields };
   }
   if (!Array.isArray(select)) throw new InvalidArgumentError('select must be an array of field names');
   const wanted = new Set(select);
@@ -127,7 +126,6 @@ export function projection(fields: readonly string[], select: readonly string[] 
     createAt: wanted.has('create_at'),
     fields: idx,
     names: idx.map((i) => fields[i]),
-    key: [...select].sort().join('\u0000'),
   };
 }
 

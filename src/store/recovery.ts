@@ -6,7 +6,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { type Manifest, ManifestWriter, readManifestSync } from './manifest.js';
+import { MANIFEST_FILE, type Manifest, ManifestWriter, readManifestSync } from './manifest.js';
 import {
   SEGMENT_HEADER_BYTES,
   Segment,
@@ -17,7 +17,7 @@ import {
   parseSegmentName,
   segmentName,
 } from './segment.js';
-import { applyIndex, encodeIndex, indexOf, readIndexSync } from './index-file.js';
+import { applyIndex, encodeIndex, indexFits, indexOf, readIndexSync } from './index-file.js';
 import { scanSegment } from './scan.js';
 import { SegmentFile, fsyncDirSync, writeFileAtomicSync } from './file-io.js';
 import { u32 } from './frame.js';
@@ -56,7 +56,7 @@ export function openModelDirSync(dir: string, modelId: string): OpenedModel {
     rebuiltIndexes: 0,
     durationMs: 0,
   };
-  if (!fs.existsSync(`${dir}/${'MANIFEST'}`) && listSegments(dir).length === 0) {
+  if (!fs.existsSync(`${dir}/${MANIFEST_FILE}`) && listSegments(dir).length === 0) {
     const { seg, manifest } = createModelDirSync(dir, 1, 1);
     report.clean = true;
     return { segments: [seg], manifest, report: finish(report, t0) };
@@ -201,23 +201,23 @@ function openActive(dir: string, seg: Segment, fd: number, size: number, m: Mani
   return false;
 }
 
+/** Checks the dense index against the file and the checkpoint before adopting it; the segment is untouched on false. */
 function adoptCleanIndex(dir: string, seg: Segment, fd: number, size: number, lastFrameCrc: number): boolean {
   const ix = readIndexSync(dir, seg.segNo);
-  if (!ix || ix.stride !== 1 || !applyIndex(seg, ix, size)) return resetActive(seg);
-  if (seg.count === 0) return lastFrameCrc === 0 || resetActive(seg);
-  const b = Buffer.alloc(4);
-  fs.readSync(fd, b, 0, 4, seg.lastFrameOffset + 4);
-  return (u32(b, 0) === lastFrameCrc && seg.lastFrameCrc === lastFrameCrc) || resetActive(seg);
+  if (!ix || ix.stride !== 1 || !indexFits(seg, ix, size)) return false;
+  if (ix.lastId < ix.firstId) {
+    if (lastFrameCrc !== 0) return false;
+  } else {
+    const b = Buffer.alloc(4);
+    fs.readSync(fd, b, 0, 4, ix.lastFrameOffset + 4);
+    if (u32(b, 0) !== lastFrameCrc || ix.lastFrameCrc !== lastFrameCrc) return false;
+  }
+  return applyIndex(seg, ix, size);
 }
 
-/** Undo a partial adoption before falling back to a scan. */
-function resetActive(seg: Segment): false {
-  seg.lastId = seg.firstId - 1;
-  seg.bytes = seg.writtenBytes = seg.syncedBytes = SEGMENT_HEADER_BYTES;
-  seg.minTs = seg.maxTs = seg.lastFrameOffset = seg.lastFrameCrc = 0;
-  seg.dense = new Uint32Array(1024);
-  seg.sparse = undefined;
-  return false;
+/** Records a lost id range unless a known range already covers it. */
+export function addLostRange(ranges: RecoveryReport['lostRanges'], fromId: number, toId: number): void {
+  if (!ranges.some((r) => r.fromId <= fromId && r.toId >= toId)) ranges.push({ fromId, toId });
 }
 
 /** Ids between two segments that no frame holds were lost (a corrupt tail of a sealed segment). */
@@ -225,11 +225,6 @@ function reportGaps(segments: Segment[], report: RecoveryReport): void {
   for (let i = 1; i < segments.length; i++) {
     const a = segments[i - 1];
     const b = segments[i];
-    if (b.firstId > a.lastId + 1 && a.count >= 0) {
-      const fromId = a.lastId + 1;
-      if (!report.lostRanges.some((r) => r.fromId <= fromId && r.toId >= b.firstId - 1)) {
-        report.lostRanges.push({ fromId, toId: b.firstId - 1 });
-      }
-    }
+    if (b.firstId > a.lastId + 1) addLostRange(report.lostRanges, a.lastId + 1, b.firstId - 1);
   }
 }

@@ -12,7 +12,8 @@ import { assert, SPARSE_STRIDE } from './constants.js';
 export const SEGMENT_HEADER_BYTES = 32;
 const MAGIC = 0x474f4c53; // "SLOG"
 const VERSION = 1;
-const DENSE_INITIAL = 1024;
+/** Initial length of an active segment's dense index (grown by doubling). */
+export const DENSE_INITIAL = 1024;
 
 export function segmentName(segNo: number): string {
   return `seg-${String(segNo).padStart(10, '0')}.log`;
@@ -100,14 +101,7 @@ export class Segment {
 
   /** Records the newest frame of `id` (== lastId or lastId + 1). */
   setFrame(id: number, off: number, frameBytes: number, ts: number, crc: number): void {
-    const i = id - this.firstId;
-    let d = this.dense as Uint32Array;
-    if (i >= d.length) {
-      const grown = new Uint32Array(d.length * 2);
-      grown.set(d);
-      this.dense = d = grown;
-    }
-    d[i] = off;
+    this.setDense(id, off);
     if (this.count === 0) this.minTs = ts;
     this.maxTs = Math.max(this.maxTs, ts);
     this.lastId = id;
@@ -160,10 +154,10 @@ export class Segment {
 
   /** Fills dense entries for ids lost to corruption with the next frame's offset. */
   fillLost(fromId: number, toId: number, off: number): void {
-    for (let id = fromId; id <= toId; id++) this.setDenseOnly(id, off);
+    for (let id = fromId; id <= toId; id++) this.setDense(id, off);
   }
 
-  private setDenseOnly(id: number, off: number): void {
+  private setDense(id: number, off: number): void {
     const i = id - this.firstId;
     let d = this.dense as Uint32Array;
     while (i >= d.length) {

@@ -76,9 +76,9 @@ export class Writer {
   private syncWaiters: Array<() => void> = [];
   /** appendedLsn when `cur` was last cut into a write job: waiters above it share `cur`'s fate. */
   private cutLsn = 0;
-  /** A writev (of one or more queued chunks) is in flight. */
   /** Writes that went ahead of a due fdatasync since the last one started. */
   private postponed = 0;
+  /** A writev (of one or more queued chunks) is in flight. */
   private writing = false;
   /** An fdatasync (preceded by a rewrite after a failed one) is in flight. */
   private syncing = false;
@@ -533,7 +533,7 @@ async function createSegmentFile(dir: string, seg: Segment): Promise<number> {
   const header = encodeSegmentHeader({ segNo: seg.segNo, firstId: seg.firstId, createdMs: seg.createdMs });
   try {
     await writeFully(nodeFileIo, fd, [header], 0);
-    await new Promise<void>((resolve, reject) => fs.fdatasync(fd, (e) => (e ? reject(e) : resolve())));
+    await nodeFileIo.fdatasync(fd);
     await fsyncDir(dir);
   } catch (e) {
     fs.close(fd, () => {});

@@ -42,6 +42,7 @@ describe('ModelLog writes and reads', () => {
     const names = ['id', 'create_at', ...FIELDS];
     for (let mask = 1; mask < 1 << names.length; mask++) selects.push(names.filter((_, i) => mask & (1 << i)));
     expect(selects.length).toBeGreaterThan(64);
+    expect(() => log.latest('temp' as unknown as string[])).toThrow(InvalidArgumentError);
     for (const select of [...selects, ...selects]) {
       const view = log.latest(select)!;
       expect(Object.keys(view)).toEqual(select);
