@@ -2,7 +2,8 @@
  * Loads the configuration: built-in defaults, then the ini file, then EDGE_DATACENTER_* environment
  * variables; validates every value; creates the data directory; fills in generated credentials.
  */
-import { readFile, mkdir } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
+import { mkdirDurable } from '../util/atomic-file.js';
 import { availableParallelism } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { InvalidArgumentError } from '../errors.js';
@@ -86,7 +87,7 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Loade
     warn('[main] admin_token is shorter than 16 characters; anyone who can reach the port may guess it');
   }
 
-  await mkdir(config.main.dataDir, { recursive: true });
+  await mkdirDurable(config.main.dataDir);
   const credentials = await resolveCredentials(config.main.dataDir, {
     secrets: config.main.secrets,
     adminToken: configuredToken,

@@ -6,10 +6,9 @@
  * interleave with another call. Models are deep-frozen and replaced, never mutated, so what
  * list()/get() hand out stays consistent and cannot be changed by callers.
  */
-import { mkdir } from 'node:fs/promises';
 import { InvalidArgumentError, NotFoundError, StateError } from '../errors.js';
 import type { ModelLog, ModelSpec, Store } from '../store/index.js';
-import { SerialQueue } from '../util/atomic-file.js';
+import { SerialQueue, mkdirDurable } from '../util/atomic-file.js';
 import {
   parseAttributeFields,
   parseModelDescription,
@@ -46,7 +45,7 @@ export class ModelRegistry {
 
   /** Loads models.json, finishes interrupted deletes and fixes, opens the log of every published model. */
   static async open(opts: { dataDir: string; store: Store }): Promise<ModelRegistry> {
-    await mkdir(opts.dataDir, { recursive: true });
+    await mkdirDurable(opts.dataDir);
     const file = modelsFilePath(opts.dataDir);
     const registry = new ModelRegistry(file, opts.store, await readModelsFile(file));
     await registry.finishPendingDrops();

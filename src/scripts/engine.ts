@@ -2,7 +2,6 @@
  * The rule runtime's front door: rules and inputs (CRUD, persisted), push authentication, pushes,
  * simulators, stats. Lua runs in the worker pool; this thread only queues, batches and appends.
  */
-import { mkdir } from 'node:fs/promises';
 import type { Config } from '../config/types.js';
 import { InvalidArgumentError, NotFoundError, StateError, UnavailableError } from '../errors.js';
 import { InputDispatcher, type TaskContext } from './dispatcher.js';
@@ -12,6 +11,7 @@ import { parseRuleFields, RuleBook, type RuleFields } from './rules.js';
 import { Simulator } from './simulator.js';
 import { RuleStatsBook } from './stats.js';
 import { optionalText, requireBody } from './metadata-file.js';
+import { mkdirDurable } from '../util/atomic-file.js';
 import { toLogFn, type Inend, type LevelLogger, type LogFn, type ModelSource, type PushResult, type RecordLog, type Rule, type RuleStats, type ValidationResult } from './types.js';
 
 export interface ScriptEngineOptions {
@@ -43,7 +43,7 @@ export class ScriptEngine {
   }
 
   static async open(opts: ScriptEngineOptions): Promise<ScriptEngine> {
-    await mkdir(opts.dataDir, { recursive: true });
+    await mkdirDurable(opts.dataDir);
     const [rules, inends] = await Promise.all([RuleBook.open(opts.dataDir), InendBook.open(opts.dataDir)]);
     const { workers, timeoutMs, hardTimeoutMs, memoryMb } = opts.config;
     const pool = new ScriptPool({ workers, timeoutMs, hardTimeoutMs, memoryMb, workerFile: opts.workerFile });

@@ -1,8 +1,12 @@
 /**
- * The async file operations of the write path, behind a tiny interface so tests can inject faults
- * (ENOSPC, EIO) and count fdatasync calls. Recovery at open uses node:fs directly.
+ * Every async file operation of the engine, behind one interface so tests can inject faults (ENOSPC,
+ * EIO), count fdatasync calls, or run each operation at a point a seeded scheduler picks. The first four
+ * touch segment data only; the rest create, replace and remove files. Recovery at open uses node:fs
+ * directly (it runs before any write is accepted).
  */
 import fs from 'node:fs';
+import path from 'node:path';
+import { assert } from './constants.js';
 
 export interface FileIo {
   /** Gathers all queued chunks of a segment into one syscall; may write fewer bytes than asked. */
@@ -10,16 +14,96 @@ export interface FileIo {
   read(fd: number, buf: Buffer, off: number, len: number, pos: number): Promise<number>;
   fdatasync(fd: number): Promise<void>;
   ftruncate(fd: number, len: number): Promise<void>;
+  /** A new file holding `head`, fdatasync'ed, its name made durable by an fsync of the directory. */
+  createFile(file: string, head: Buffer): Promise<number>;
+  /** Replaces `file` with `data` so that a crash leaves the old or the new file (tmp, fsync, rename). */
+  replaceFile(file: string, data: Buffer): Promise<void>;
+  /** Overwrites bytes of an open file in place and fdatasyncs it (manifest slots). */
+  overwrite(fd: number, data: Buffer, pos: number): Promise<void>;
+  rename(from: string, to: string): Promise<void>;
+  /** Removes a file or a directory tree; a missing one is fine. */
+  remove(target: string): Promise<void>;
+  fsyncDir(dir: string): Promise<void>;
 }
 
-export const nodeFileIo: FileIo = {
-  writev: (fd, bufs, pos) =>
-    new Promise((resolve, reject) => fs.writev(fd, bufs, pos, (e, n) => (e ? reject(e) : resolve(n)))),
-  read: (fd, buf, off, len, pos) =>
-    new Promise((resolve, reject) => fs.read(fd, buf, off, len, pos, (e, n) => (e ? reject(e) : resolve(n)))),
-  fdatasync: (fd) => new Promise((resolve, reject) => fs.fdatasync(fd, (e) => (e ? reject(e) : resolve()))),
-  ftruncate: (fd, len) => new Promise((resolve, reject) => fs.ftruncate(fd, len, (e) => (e ? reject(e) : resolve()))),
-};
+const call = <T>(fn: (cb: (e: Error | null, v: T) => void) => void): Promise<T> =>
+  new Promise((resolve, reject) => fn((e, v) => (e ? reject(e) : resolve(v))));
+
+/** Metadata writes bypass the segment data methods, so a double watching segment writes sees only those. */
+async function writeAndSync(fd: number, data: Buffer, pos: number): Promise<void> {
+  for (let done = 0; done < data.length; ) {
+    const n = await call<number>((cb) => fs.write(fd, data, done, data.length - done, pos + done, cb));
+    if (n <= 0) throw Object.assign(new Error('write returned 0 bytes'), { code: 'EIO' });
+    done += n;
+  }
+  await call<void>((cb) => fs.fdatasync(fd, (e) => cb(e, undefined)));
+}
+
+/** The real file system; test doubles extend it and override what they watch. */
+export class NodeFileIo implements FileIo {
+  writev(fd: number, bufs: Buffer[], pos: number): Promise<number> {
+    return call((cb) => fs.writev(fd, bufs, pos, cb));
+  }
+
+  read(fd: number, buf: Buffer, off: number, len: number, pos: number): Promise<number> {
+    return call((cb) => fs.read(fd, buf, off, len, pos, cb));
+  }
+
+  fdatasync(fd: number): Promise<void> {
+    return call<void>((cb) => fs.fdatasync(fd, (e) => cb(e, undefined)));
+  }
+
+  ftruncate(fd: number, len: number): Promise<void> {
+    return call<void>((cb) => fs.ftruncate(fd, len, (e) => cb(e, undefined)));
+  }
+
+  async createFile(file: string, head: Buffer): Promise<number> {
+    const fd = await call<number>((cb) => fs.open(file, 'w+', cb));
+    try {
+      await writeAndSync(fd, head, 0);
+      await this.fsyncDir(path.dirname(file));
+    } catch (e) {
+      fs.close(fd, () => {});
+      throw e;
+    }
+    return fd;
+  }
+
+  async replaceFile(file: string, data: Buffer): Promise<void> {
+    const tmp = `${file}.tmp`;
+    const fd = await call<number>((cb) => fs.open(tmp, 'w', cb));
+    try {
+      await writeAndSync(fd, data, 0);
+    } finally {
+      fs.closeSync(fd);
+    }
+    await fs.promises.rename(tmp, file);
+    await this.fsyncDir(path.dirname(file));
+  }
+
+  overwrite(fd: number, data: Buffer, pos: number): Promise<void> {
+    return writeAndSync(fd, data, pos);
+  }
+
+  rename(from: string, to: string): Promise<void> {
+    return fs.promises.rename(from, to);
+  }
+
+  remove(target: string): Promise<void> {
+    return fs.promises.rm(target, { recursive: true, force: true });
+  }
+
+  async fsyncDir(dir: string): Promise<void> {
+    const fd = await call<number>((cb) => fs.open(dir, 'r', cb));
+    try {
+      await call<void>((cb) => fs.fsync(fd, (e) => cb(e, undefined)));
+    } finally {
+      fs.closeSync(fd);
+    }
+  }
+}
+
+export const nodeFileIo: FileIo = new NodeFileIo();
 
 /** Writes all of `bufs` at `pos`, continuing after short writes. */
 export async function writeFully(io: FileIo, fd: number, bufs: Buffer[], pos: number): Promise<void> {
@@ -55,23 +139,52 @@ export async function readFully(io: FileIo, fd: number, buf: Buffer, off: number
 }
 
 /**
- * An open segment fd shared by the log and by readers. Retention and clear unlink files while an export
- * may still read them; the fd stays open until the last holder lets go.
+ * The fd of one segment file, counted by its holders: the generation that lists the segment (one
+ * reference from birth), each reader that planned a read of it, and the writer during each operation on
+ * it. The handle exists before the file does: a segment born by a roll gets its fd when the seal job has
+ * created the file (`attach`). The fd is closed exactly once, when the last holder lets go, so no holder
+ * ever uses a closed, possibly reused, fd number.
  */
 export class SegmentFile {
   private refs = 1;
+  private fdOrUndefined: number | undefined;
 
-  constructor(readonly fd: number) {}
+  get fd(): number {
+    assert(this.refs > 0 && this.fdOrUndefined !== undefined, 'segment fd used while open and held');
+    return this.fdOrUndefined;
+  }
+
+  get attached(): boolean {
+    return this.fdOrUndefined !== undefined;
+  }
+
+  /** Gives the handle its fd; when every holder has already let go, the fd is closed at once. */
+  attach(fd: number): void {
+    assert(this.fdOrUndefined === undefined, 'a segment file is attached once');
+    this.fdOrUndefined = fd;
+    if (this.refs === 0) fs.close(fd, () => {});
+  }
 
   retain(): this {
-    if (this.refs <= 0) throw new Error('store invariant violated: retain of a closed segment file');
+    assert(this.refs > 0, 'retain of a released segment file');
     this.refs++;
     return this;
   }
 
+  /** Runs `fn` with the fd held, so a release elsewhere cannot close it mid-operation. */
+  async use<T>(fn: (fd: number) => Promise<T>): Promise<T> {
+    this.retain();
+    try {
+      return await fn(this.fd);
+    } finally {
+      this.release();
+    }
+  }
+
   release(): void {
+    assert(this.refs > 0, 'release of a segment file more often than it was retained');
     this.refs--;
-    if (this.refs === 0) fs.close(this.fd, () => {});
+    if (this.refs === 0 && this.fdOrUndefined !== undefined) fs.close(this.fdOrUndefined, () => {});
   }
 }
 

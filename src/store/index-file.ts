@@ -4,11 +4,10 @@
  * sealed by a CRC over everything before it, so a half-written or stale file is detected and rebuilt.
  */
 import fs from 'node:fs';
-import path from 'node:path';
 import { crc32c } from './crc32c.js';
 import { u32 } from './frame.js';
 import { DENSE_INITIAL, indexName, type Segment } from './segment.js';
-import { writeFileAtomic } from '../util/atomic-file.js';
+import type { FileIo } from './file-io.js';
 import { SPARSE_STRIDE } from './constants.js';
 
 const MAGIC = 0x58444953; // "SIDX"
@@ -94,8 +93,8 @@ export function indexOf(seg: Segment): IndexFile {
   };
 }
 
-export function writeIndex(dir: string, seg: Segment): Promise<void> {
-  return writeFileAtomic(path.join(dir, indexName(seg.segNo)), encodeIndex(indexOf(seg)));
+export function writeIndex(io: FileIo, dir: string, seg: Segment): Promise<void> {
+  return io.replaceFile(`${dir}/${indexName(seg.segNo)}`, encodeIndex(indexOf(seg)));
 }
 
 /** Whether a loaded index describes this segment (a file of `fileBytes` bytes). */

@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import { crc32c } from './crc32c.js';
 import { u32 } from './frame.js';
-import { fsyncDirSync } from './file-io.js';
+import { type FileIo, fsyncDirSync } from './file-io.js';
 import { assert } from './constants.js';
 import { SerialQueue } from '../util/atomic-file.js';
 
@@ -99,23 +99,26 @@ export function readManifestSync(dir: string): ManifestRead {
 /** Serialises slot writes of one model; each write goes to the slot not holding the newest state. */
 export class ManifestWriter {
   private readonly writes = new SerialQueue();
+  /** Set when close() is called: writes asked for later are refused, never sent to a closed fd number. */
+  private closing = false;
 
   constructor(
+    private readonly io: FileIo,
     private readonly fd: number,
     private seq: number,
   ) {}
 
-  static createSync(dir: string, m: Manifest): ManifestWriter {
+  static createSync(io: FileIo, dir: string, m: Manifest): ManifestWriter {
     const fd = fs.openSync(`${dir}/${MANIFEST_FILE}`, 'w+');
     fs.writeSync(fd, Buffer.alloc(2 * MANIFEST_SLOT_BYTES), 0, 2 * MANIFEST_SLOT_BYTES, 0);
-    const w = new ManifestWriter(fd, 0);
+    const w = new ManifestWriter(io, fd, 0);
     w.writeSync(m);
     fsyncDirSync(dir);
     return w;
   }
 
-  static openSync(dir: string, seq: number): ManifestWriter {
-    return new ManifestWriter(fs.openSync(`${dir}/${MANIFEST_FILE}`, 'r+'), seq);
+  static openSync(io: FileIo, dir: string, seq: number): ManifestWriter {
+    return new ManifestWriter(io, fs.openSync(`${dir}/${MANIFEST_FILE}`, 'r+'), seq);
   }
 
   writeSync(m: Manifest): void {
@@ -127,21 +130,20 @@ export class ManifestWriter {
 
   /** `state` is read when the write starts, so a queued write always stores the newest state. */
   write(state: () => Manifest): Promise<void> {
+    if (this.closing) return Promise.reject(new Error('manifest is closed'));
     return this.writes.run(() => this.writeNow(state()));
   }
 
   private async writeNow(m: Manifest): Promise<void> {
     const seq = this.seq + 1;
-    const slot = encodeSlot(m, seq);
-    await new Promise<void>((resolve, reject) =>
-      fs.write(this.fd, slot, 0, slot.length, (seq % 2) * MANIFEST_SLOT_BYTES, (e) => (e ? reject(e) : resolve())),
-    );
-    await new Promise<void>((resolve, reject) => fs.fdatasync(this.fd, (e) => (e ? reject(e) : resolve())));
+    await this.io.overwrite(this.fd, encodeSlot(m, seq), (seq % 2) * MANIFEST_SLOT_BYTES);
     this.seq = seq;
   }
 
   /** After the writes already queued. */
   close(): Promise<void> {
+    if (this.closing) return this.writes.run(async () => {});
+    this.closing = true;
     return this.writes.run(async () => fs.closeSync(this.fd));
   }
 }

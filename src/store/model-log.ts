@@ -15,7 +15,7 @@ import { readRange, decodeValues, projection, toView, type Projection } from './
 import { applyRetention, totalBytes } from './retention.js';
 import { writeIndex } from './index-file.js';
 import type { FileIo } from './file-io.js';
-import { fsyncDir, SerialQueue } from '../util/atomic-file.js';
+import { SerialQueue } from '../util/atomic-file.js';
 import {
   CHECKPOINT_INTERVAL_MS,
   ITERATE_CHUNK_RECORDS,
@@ -89,7 +89,7 @@ export class ModelLog {
     this.fieldIndex = new Map(this.fields.map((f, i) => [f, i]));
     this.fullProjection = projection(this.fields, undefined);
     this.retention = c.retention;
-    const opened = openModelDirSync(c.dir, c.modelId);
+    const opened = openModelDirSync(c.io, c.dir, c.modelId);
     this.recovery = opened.report;
     this.gen = this.newGen(opened.segments, opened.manifest, false);
     this.loadLast(this.gen);
@@ -179,7 +179,7 @@ export class ModelLog {
     const p = projection(this.fields, range.select);
     const g = this.gen;
     const segments = g.segments.slice();
-    const files = segments.map((s) => s.file?.retain());
+    const files = segments.map((s) => s.file.retain());
     try {
       const a = Math.max(range.fromId ?? 1, segments[0].firstId);
       const b = Math.min(range.toId ?? Number.MAX_SAFE_INTEGER, g.nextId - 1);
@@ -188,7 +188,7 @@ export class ModelLog {
         for (const r of recs) yield toView(p, r.id, r.ts, decodeValues(r.payload));
       }
     } finally {
-      for (const f of files) f?.release();
+      for (const f of files) f.release();
     }
   }
 
@@ -227,16 +227,16 @@ export class ModelLog {
   /** Flush, fdatasync, index of the active segment and a clean manifest: the next open does not scan. */
   async close(): Promise<void> {
     if (this.closed) return;
-    await this.clears.run(async () => {});
-    await this.retentionRun;
     this.closed = true;
     for (const t of this.timers) clearInterval(t);
+    await this.clears.run(async () => {});
+    await this.retentionRun;
     const g = this.gen;
     const drained = await g.writer.drain();
     g.writer.close();
     const active = g.segments[g.segments.length - 1];
     if (drained && g.manifest) {
-      await writeIndex(this.c.dir, active);
+      await writeIndex(this.c.io, this.c.dir, active);
       await g.manifest.write(() => ({ ...manifestOf(g.segments), clean: true }));
     }
     await this.releaseGen(g);
@@ -246,6 +246,7 @@ export class ModelLog {
   async abandon(): Promise<void> {
     this.closed = true;
     for (const t of this.timers) clearInterval(t);
+    await this.retentionRun;
     this.gen.writer.close();
     await this.releaseGen(this.gen);
   }
@@ -357,7 +358,7 @@ export class ModelLog {
       const s = g.segments[i];
       if (s.lastId === g.nextId - 1 && s.count > 0) seg = s;
     }
-    if (!seg?.file) return;
+    if (!seg?.file.attached) return;
     const b = Buffer.alloc(seg.bytes - seg.lastFrameOffset);
     fs.readSync(seg.file.fd, b, 0, b.length, seg.lastFrameOffset);
     const n = checkFrame(b, 0, b.length);
@@ -368,7 +369,11 @@ export class ModelLog {
     g.lastFrameBytes = n;
   }
 
-  private async checkpoint(): Promise<void> {
+  /**
+   * fdatasync, then record in the manifest how far the active segment is synced: recovery trusts the
+   * data before that offset and ends the log at the first bad frame after it. Runs on a timer too.
+   */
+  async checkpoint(): Promise<void> {
     const g = this.gen;
     if (g.writer.state !== 'ok' || !g.manifest) return;
     await g.writer.requestSync();
@@ -378,7 +383,7 @@ export class ModelLog {
   private async retentionNow(nowMs: number): Promise<void> {
     const g = this.gen;
     if (!g.manifest || this.closed) return;
-    await applyRetention(this.c.dir, g.segments, g.manifest, this.retention, nowMs);
+    await applyRetention(this.c.io, this.c.dir, g.segments, g.manifest, this.retention, nowMs);
   }
 
   /**
@@ -394,18 +399,16 @@ export class ModelLog {
     old.writer.close();
     await this.releaseGen(old);
     const trash = this.c.trashDir();
-    await fs.promises.rename(this.c.dir, trash);
-    await fsyncDir(path.dirname(this.c.dir));
-    const fresh = createModelDirSync(this.c.dir, 1, 1);
-    seg.file = fresh.seg.file;
-    this.gen.manifest = fresh.manifest;
+    await this.c.io.rename(this.c.dir, trash);
+    await this.c.io.fsyncDir(path.dirname(this.c.dir));
+    this.gen.manifest = createModelDirSync(this.c.io, this.c.dir, seg);
     this.gen.writer.unblock();
-    await fs.promises.rm(trash, { recursive: true, force: true });
+    await this.c.io.remove(trash);
   }
 
   private async releaseGen(g: Gen): Promise<void> {
     // Keep the references: an export holding its own reference may still read through them.
-    for (const s of g.segments) s.file?.release();
+    for (const s of g.segments) s.file.release();
     await g.manifest?.close();
   }
 }

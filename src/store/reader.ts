@@ -42,13 +42,14 @@ interface Part {
 /** Records with ids in [a, b], ascending, newest version of each; ids lost to corruption are skipped. */
 export async function readRange(io: FileIo, segments: readonly Segment[], a: number, b: number, lost: LostFn): Promise<StoredRecord[]> {
   const parts = planParts(segments, a, b);
-  for (const p of parts) p.seg.file?.retain();
+  // Retained in the same synchronous step as the plan, and released by the same captured handles.
+  const files = parts.map((p) => p.seg.file.retain());
   try {
     const out: StoredRecord[] = [];
     for (const p of parts) walkFrames(await p.seg.readBytes(io, p.start, p.end), p.lo, p.hi, out, lost);
     return out;
   } finally {
-    for (const p of parts) p.seg.file?.release();
+    for (const f of files) f.release();
   }
 }
 

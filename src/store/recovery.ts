@@ -1,8 +1,12 @@
 /**
  * Opening a model directory: adopt the manifest after a clean close (no scan), otherwise rebuild the
- * active segment's index from a walk that verifies every CRC from the checkpoint on, cut a torn tail,
- * skip corrupt frames inside older data, and rebuild missing or corrupt index files. Sync I/O: runs once
- * per model at open, before any write is accepted.
+ * active segment's index from a walk that verifies every CRC from the checkpoint on, and rebuild missing
+ * or corrupt index files. The log that comes out is a prefix of what was written (point-in-time
+ * recovery): past the checkpoint (the last offset known to be fdatasync'ed) the first bad frame ends the
+ * active segment, because a crash can persist later unsynced pages without earlier ones, and frames
+ * after such a hole were never acknowledged. A bad frame inside synced data is corruption: it is skipped
+ * and its ids are reported in `lostRanges`. Sync I/O: runs once per model at open, before any write is
+ * accepted.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -19,7 +23,7 @@ import {
 } from './segment.js';
 import { applyIndex, encodeIndex, indexFits, indexOf, readIndexSync } from './index-file.js';
 import { scanSegment } from './scan.js';
-import { SegmentFile, fsyncDirSync, writeFileAtomicSync } from './file-io.js';
+import { type FileIo, fsyncDirSync, writeFileAtomicSync } from './file-io.js';
 import { u32 } from './frame.js';
 import type { RecoveryReport } from './types.js';
 
@@ -29,23 +33,22 @@ export interface OpenedModel {
   report: RecoveryReport;
 }
 
-/** A brand-new model directory: one empty segment whose first id is `firstId`, and a manifest. */
-export function createModelDirSync(dir: string, firstId: number, segNo: number): { seg: Segment; manifest: ManifestWriter } {
+/** A brand-new model directory holding `seg` (empty; its file is created and attached) and a manifest. */
+export function createModelDirSync(io: FileIo, dir: string, seg: Segment): ManifestWriter {
   fs.mkdirSync(dir, { recursive: true });
-  const now = Date.now();
-  const seg = new Segment(segNo, firstId, now);
-  seg.file = new SegmentFile(createSegmentFileSync(dir, { segNo, firstId, createdMs: now }));
-  const manifest = ManifestWriter.createSync(dir, {
+  const { segNo, firstId } = seg;
+  seg.file.attach(createSegmentFileSync(dir, { segNo, firstId, createdMs: seg.createdMs }));
+  const manifest = ManifestWriter.createSync(io, dir, {
     firstSegNo: segNo,
     firstId,
     clean: false,
     checkpoint: { segNo, offset: SEGMENT_HEADER_BYTES, lastFrameCrc: 0, lastId: firstId - 1 },
   });
   fsyncDirSync(path.dirname(dir));
-  return { seg, manifest };
+  return manifest;
 }
 
-export function openModelDirSync(dir: string, modelId: string): OpenedModel {
+export function openModelDirSync(io: FileIo, dir: string, modelId: string): OpenedModel {
   const t0 = performance.now();
   const report: RecoveryReport = {
     modelId,
@@ -57,7 +60,8 @@ export function openModelDirSync(dir: string, modelId: string): OpenedModel {
     durationMs: 0,
   };
   if (!fs.existsSync(`${dir}/${MANIFEST_FILE}`) && listSegments(dir).length === 0) {
-    const { seg, manifest } = createModelDirSync(dir, 1, 1);
+    const seg = new Segment(1, 1, Date.now());
+    const manifest = createModelDirSync(io, dir, seg);
     report.clean = true;
     return { segments: [seg], manifest, report: finish(report, t0) };
   }
@@ -66,8 +70,8 @@ export function openModelDirSync(dir: string, modelId: string): OpenedModel {
   const m = read.manifest;
   const segNos = retireBelow(dir, listSegments(dir), m?.firstSegNo ?? 0);
   dropEmptyTail(dir, segNos);
-  const segments = loadSegments(dir, segNos, m, report);
-  const manifest = read.manifest ? ManifestWriter.openSync(dir, read.seq) : ManifestWriter.createSync(dir, manifestOf(segments));
+  const segments = loadSegments(io, dir, segNos, m, report);
+  const manifest = read.manifest ? ManifestWriter.openSync(io, dir, read.seq) : ManifestWriter.createSync(io, dir, manifestOf(segments));
   if (read.manifest) manifest.writeSync(manifestOf(segments));
   reportGaps(segments, report);
   return { segments, manifest, report: finish(report, t0) };
@@ -140,8 +144,12 @@ function dropEmptyTail(dir: string, segNos: number[]): void {
   }
 }
 
-function loadSegments(dir: string, segNos: number[], m: Manifest | undefined, report: RecoveryReport): Segment[] {
-  if (segNos.length === 0) return [createModelDirSync(dir, m?.firstId ?? 1, m?.firstSegNo ?? 1).seg];
+function loadSegments(io: FileIo, dir: string, segNos: number[], m: Manifest | undefined, report: RecoveryReport): Segment[] {
+  if (segNos.length === 0) {
+    const seg = new Segment(m?.firstSegNo ?? 1, m?.firstId ?? 1, Date.now());
+    void createModelDirSync(io, dir, seg).close();
+    return [seg];
+  }
   const segments: Segment[] = [];
   let adoptedClean = false;
   for (let i = 0; i < segNos.length; i++) {
@@ -149,7 +157,7 @@ function loadSegments(dir: string, segNos: number[], m: Manifest | undefined, re
     const prev = segments[i - 1];
     const fd = fs.openSync(`${dir}/${segmentName(segNos[i])}`, 'r+');
     const seg = segmentFromHeader(fd, segNos[i], prev ? prev.lastId + 1 : (m?.firstId ?? 1));
-    seg.file = new SegmentFile(fd);
+    seg.file.attach(fd);
     const size = fs.fstatSync(fd).size;
     if (isActive) adoptedClean = openActive(dir, seg, fd, size, m, report);
     else openSealed(dir, seg, fd, size, report);
@@ -171,10 +179,12 @@ function segmentFromHeader(fd: number, segNo: number, fallbackFirstId: number): 
   return new Segment(segNo, fixed.firstId, fixed.createdMs);
 }
 
+/** A segment with a successor was fdatasync'ed before the successor was created: it is sealed on disk. */
 function openSealed(dir: string, seg: Segment, fd: number, size: number, report: RecoveryReport): void {
+  seg.sealedOnDisk = true;
   const ix = readIndexSync(dir, seg.segNo);
   if (ix && ix.stride !== 1 && applyIndex(seg, ix, size)) return;
-  const scan = scanSegment(seg, fd, size, SEGMENT_HEADER_BYTES);
+  const scan = scanSegment(seg, fd, size, SEGMENT_HEADER_BYTES, size);
   seg.bytes = seg.writtenBytes = seg.syncedBytes = size;
   report.scannedBytes += scan.scannedBytes;
   report.lostRanges.push(...scan.lost);
@@ -188,8 +198,8 @@ function openActive(dir: string, seg: Segment, fd: number, size: number, m: Mani
   const cp = m?.checkpoint;
   const matches = cp !== undefined && cp.segNo === seg.segNo;
   if (m?.clean && matches && cp.offset === size && adoptCleanIndex(dir, seg, fd, size, cp.lastFrameCrc)) return true;
-  const verifyFrom = matches && cp.offset <= size ? cp.offset : SEGMENT_HEADER_BYTES;
-  const scan = scanSegment(seg, fd, size, verifyFrom);
+  const syncedEnd = matches && cp.offset <= size ? cp.offset : SEGMENT_HEADER_BYTES;
+  const scan = scanSegment(seg, fd, size, syncedEnd, syncedEnd);
   report.scannedBytes += scan.scannedBytes;
   report.lostRanges.push(...scan.lost);
   if (scan.goodEnd < size) {

@@ -3,7 +3,7 @@
  * its first segment forward before a file is unlinked, so a crash in between only leaves a file that the
  * next open deletes. The active segment is never removed.
  */
-import fs from 'node:fs';
+import type { FileIo } from './file-io.js';
 import { indexName, segmentName, type Segment } from './segment.js';
 import type { ManifestWriter } from './manifest.js';
 import { manifestOf } from './recovery.js';
@@ -25,6 +25,7 @@ function exceeded(segments: readonly Segment[], limits: RetentionLimits, nowMs: 
 
 /** Removes head segments of `segments` (mutated in place) while a limit is exceeded. */
 export async function applyRetention(
+  io: FileIo,
   dir: string,
   segments: Segment[],
   manifest: ManifestWriter,
@@ -35,9 +36,9 @@ export async function applyRetention(
   while (segments.length > 1 && segments[0].sealedOnDisk && exceeded(segments, limits, nowMs)) {
     await manifest.write(() => manifestOf(segments.slice(1)));
     const head = segments.shift() as Segment;
-    head.file?.release();
-    await fs.promises.rm(`${dir}/${segmentName(head.segNo)}`, { force: true });
-    await fs.promises.rm(`${dir}/${indexName(head.segNo)}`, { force: true });
+    head.file.release();
+    await io.remove(`${dir}/${segmentName(head.segNo)}`);
+    await io.remove(`${dir}/${indexName(head.segNo)}`);
     removed++;
   }
   return removed;

@@ -1,8 +1,10 @@
 /**
  * Synchronous frame walks over a segment file, used only at open (recovery, index rebuild). Frames before
  * `verifyFrom` were fdatasync'ed and are only checked for plausibility (length, type, id order); from
- * `verifyFrom` on every CRC is verified. A bad frame is skipped by resynchronising on the next valid frame
- * with a higher id; when none follows, the rest is a torn tail.
+ * `verifyFrom` on every CRC is verified. A bad frame before `syncedEnd` is corruption of synced data: it
+ * is skipped by resynchronising on the next valid frame with a higher id that starts no later than
+ * `syncedEnd`, and its ids are reported lost. A bad frame at or past `syncedEnd` (or one whose resync
+ * would cross it) is where a crash cut the unsynced tail: the walk ends there.
  */
 import fs from 'node:fs';
 import {
@@ -62,7 +64,7 @@ export interface ScanResult {
   scannedBytes: number;
 }
 
-export function scanSegment(seg: Segment, fd: number, fileSize: number, verifyFrom: number): ScanResult {
+export function scanSegment(seg: Segment, fd: number, fileSize: number, verifyFrom: number, syncedEnd: number): ScanResult {
   const win = new WindowReader(fd, fileSize);
   const lost: ScanResult['lost'] = [];
   let off = SEGMENT_HEADER_BYTES;
@@ -73,8 +75,8 @@ export function scanSegment(seg: Segment, fd: number, fileSize: number, verifyFr
       off += n;
       continue;
     }
-    const next = resync(win, off, seg.lastId + 1);
-    if (next < 0) break;
+    const next = off < syncedEnd ? resync(win, off, seg.lastId + 1) : -1;
+    if (next < 0 || next > syncedEnd) break;
     off = next;
   }
   return { goodEnd: seg.count > 0 ? seg.bytes : SEGMENT_HEADER_BYTES, lost, scannedBytes: fileSize - SEGMENT_HEADER_BYTES };

@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import { crc32c } from './crc32c.js';
 import { u32, f64 } from './frame.js';
-import { type FileIo, type SegmentFile, readFully } from './file-io.js';
+import { type FileIo, SegmentFile, readFully } from './file-io.js';
 import { assert, SPARSE_STRIDE } from './constants.js';
 
 export const SEGMENT_HEADER_BYTES = 32;
@@ -78,8 +78,9 @@ export class Segment {
   maxTs = 0;
   lastFrameOffset = 0;
   lastFrameCrc = 0;
-  file: SegmentFile | undefined;
-  /** Its data was fdatasync'ed and its index file written: retention may remove it. */
+  /** See SegmentFile: the generation's reference is taken here; the fd comes with the file. */
+  readonly file = new SegmentFile();
+  /** Its data was fdatasync'ed and its index file written (by a seal, or found so at open): retention may remove it. */
   sealedOnDisk = false;
   /** Active segment: offset of the newest frame of id firstId+i; entries past the end are unused. */
   dense: Uint32Array | undefined = new Uint32Array(DENSE_INITIAL);
@@ -131,7 +132,10 @@ export class Segment {
     return [s[Math.floor((a - this.firstId) / SPARSE_STRIDE)], endGroup < s.length ? s[endGroup] : this.bytes];
   }
 
-  /** Bytes [start, end): memory part copied synchronously, file part read from the kernel afterwards. */
+  /**
+   * Bytes [start, end): the part still in memory is copied synchronously, the part below writtenBytes
+   * is read from the file afterwards. The caller holds a reference to `file` (taken when it planned the read).
+   */
   async readBytes(io: FileIo, start: number, end: number): Promise<Buffer> {
     const out = Buffer.allocUnsafe(end - start);
     const fileEnd = Math.min(end, this.writtenBytes);
@@ -140,15 +144,7 @@ export class Segment {
       const to = Math.min(end, c.base + c.len);
       if (from < to) c.buf.copy(out, from - start, from - c.base, to - c.base);
     }
-    if (fileEnd <= start) return out;
-    const file = this.file;
-    assert(file, 'segment file open for bytes below writtenBytes');
-    file.retain();
-    try {
-      await readFully(io, file.fd, out, 0, fileEnd - start, start);
-    } finally {
-      file.release();
-    }
+    if (fileEnd > start) await readFully(io, this.file.fd, out, 0, fileEnd - start, start);
     return out;
   }
 

@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ModelLog } from './model-log.js';
 import { type FileIo, nodeFileIo } from './file-io.js';
-import { fsyncDir } from '../util/atomic-file.js';
+import { fsyncDir, mkdirDurable } from '../util/atomic-file.js';
 import {
   MODEL_FIELDS_MAX,
   READ_ONLY_RETRY_MS_DEFAULT,
@@ -40,7 +40,7 @@ export class Store {
   static async open(options: StoreOptions, hooks: StoreHooks = {}): Promise<Store> {
     validateStoreOptions(options);
     const opts: StoreOptions = { ...options, retention: { ...options.retention } };
-    await fs.promises.mkdir(opts.rootDir, { recursive: true });
+    await mkdirDurable(opts.rootDir);
     for (const name of await fs.promises.readdir(opts.rootDir)) {
       if (name.startsWith(TRASH_PREFIX)) await fs.promises.rm(path.join(opts.rootDir, name), { recursive: true, force: true });
     }

@@ -5,9 +5,7 @@
  * Progress is counted in log sequence numbers (lsn: bytes appended since the generation started), which is
  * what durable() waits on.
  */
-import fs from 'node:fs';
-import { type FileIo, SegmentFile, describeIoError, nodeFileIo, readFully, writeFully } from './file-io.js';
-import { fsyncDir } from '../util/atomic-file.js';
+import { type FileIo, describeIoError, readFully, writeFully } from './file-io.js';
 import { type MemChunk, type Segment, encodeSegmentHeader, segmentName } from './segment.js';
 import { writeIndex } from './index-file.js';
 import { FLUSH_DELAY_MS, WRITE_CHUNK_BYTES, assert } from './constants.js';
@@ -374,10 +372,10 @@ export class Writer {
 
   private async write(seg: Segment, chunks: MemChunk[]): Promise<void> {
     assert(chunks[0].base === seg.writtenBytes && seg.mem[0] === chunks[0], 'chunks are written in order');
-    assert(seg.file, 'segment file exists before its first write');
+    assert(seg.file.attached, 'segment file exists before its first write');
     const bufs = new Array<Buffer>(chunks.length);
     for (let i = 0; i < chunks.length; i++) bufs[i] = chunks[i].buf.subarray(0, chunks[i].len);
-    await writeFully(this.o.io, seg.file.fd, bufs, chunks[0].base);
+    await seg.file.use((fd) => writeFully(this.o.io, fd, bufs, chunks[0].base));
     const last = chunks[chunks.length - 1];
     seg.writtenBytes = last.base + last.len;
     seg.mem.splice(0, chunks.length);
@@ -397,12 +395,11 @@ export class Writer {
   /** Returns how many waiters it resolved. */
   private async sync(): Promise<number> {
     const seg = this.fileSeg;
-    const file = seg.file as SegmentFile;
-    if (this.rewriteNeeded) await this.rewriteUnsynced(seg, file);
+    if (this.rewriteNeeded) await seg.file.use((fd) => this.rewriteUnsynced(seg, fd));
     // Only bytes whose write completed before the fdatasync starts count as covered by it.
     const lsn = this.writtenLsn;
     const bytes = seg.writtenBytes;
-    await this.fdatasync(file.fd);
+    await seg.file.use((fd) => this.fdatasync(fd));
     this.rewriteNeeded = false;
     seg.syncedBytes = bytes;
     this.syncedLsn = lsn;
@@ -415,12 +412,12 @@ export class Writer {
   }
 
   /** After a failed fdatasync, dirty pages may be marked clean yet never persisted: dirty them again. */
-  private async rewriteUnsynced(seg: Segment, file: SegmentFile): Promise<void> {
+  private async rewriteUnsynced(seg: Segment, fd: number): Promise<void> {
     const len = seg.writtenBytes - seg.syncedBytes;
     if (len <= 0) return;
     const buf = Buffer.allocUnsafe(len);
-    await readFully(this.o.io, file.fd, buf, 0, len, seg.syncedBytes);
-    await writeFully(this.o.io, file.fd, [buf], seg.syncedBytes);
+    await readFully(this.o.io, fd, buf, 0, len, seg.syncedBytes);
+    await writeFully(this.o.io, fd, [buf], seg.syncedBytes);
   }
 
   private startSeal(job: Job & { kind: 'seal' }): void {
@@ -441,17 +438,22 @@ export class Writer {
 
   /** Seal: the old segment is synced and indexed before the new one exists; then the manifest moves on. */
   private async seal(seg: Segment, next: Segment): Promise<void> {
-    const file = seg.file as SegmentFile;
-    await this.fdatasync(file.fd);
+    await seg.file.use((fd) => this.fdatasync(fd));
     seg.syncedBytes = seg.writtenBytes;
     this.syncedLsn = this.writtenLsn;
     this.advanceDurable(this.syncedLsn);
-    await writeIndex(this.o.dir, seg);
-    if (!next.file) next.file = new SegmentFile(await createSegmentFile(this.o.dir, next));
+    await writeIndex(this.o.io, this.o.dir, seg);
+    // A retried seal (the first attempt failed after creating the file) keeps the file it has.
+    if (!next.file.attached) next.file.attach(await this.createSegmentFile(next));
     this.fileSeg = next;
     seg.sealedOnDisk = true;
     await this.o.checkpoint();
     this.o.onSealed();
+  }
+
+  private createSegmentFile(seg: Segment): Promise<number> {
+    const header = encodeSegmentHeader({ segNo: seg.segNo, firstId: seg.firstId, createdMs: seg.createdMs });
+    return this.o.io.createFile(`${this.o.dir}/${segmentName(seg.segNo)}`, header);
   }
 
   /** Resolves, in one pass, the waiters covered by `lsn`; returns how many. */
@@ -517,7 +519,10 @@ export class Writer {
   private async cutBack(): Promise<void> {
     const failed = this.failedWrite;
     this.failedWrite = undefined;
-    if (failed?.seg.file) await this.o.io.ftruncate(failed.seg.file.fd, failed.seg.writtenBytes).catch(() => {});
+    if (failed?.seg.file.attached) {
+      const seg = failed.seg;
+      await seg.file.use((fd) => this.o.io.ftruncate(fd, seg.writtenBytes)).catch(() => {});
+    }
   }
 
   private settleIdle(): void {
@@ -525,20 +530,3 @@ export class Writer {
     if (this.syncWaiters.length > 0) for (const r of this.syncWaiters.splice(0)) r();
   }
 }
-
-async function createSegmentFile(dir: string, seg: Segment): Promise<number> {
-  const fd = await new Promise<number>((resolve, reject) =>
-    fs.open(`${dir}/${segmentName(seg.segNo)}`, 'w+', (e, f) => (e ? reject(e) : resolve(f))),
-  );
-  const header = encodeSegmentHeader({ segNo: seg.segNo, firstId: seg.firstId, createdMs: seg.createdMs });
-  try {
-    await writeFully(nodeFileIo, fd, [header], 0);
-    await nodeFileIo.fdatasync(fd);
-    await fsyncDir(dir);
-  } catch (e) {
-    fs.close(fd, () => {});
-    throw e;
-  }
-  return fd;
-}
-

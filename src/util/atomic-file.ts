@@ -1,5 +1,5 @@
-import { mkdir, open, rename } from 'node:fs/promises';
-import { dirname, basename, join } from 'node:path';
+import { mkdir, open, rename, stat } from 'node:fs/promises';
+import { dirname, basename, join, resolve } from 'node:path';
 
 /**
  * Replaces `path` with `text` so that a crash at any moment leaves either the old or the new file,
@@ -7,7 +7,7 @@ import { dirname, basename, join } from 'node:path';
  */
 export async function writeFileAtomic(path: string, text: string | Uint8Array): Promise<void> {
   const dir = dirname(path);
-  await mkdir(dir, { recursive: true });
+  await mkdirDurable(dir);
   const tmpPath = join(dir, `.${basename(path)}.${process.pid}.${Date.now()}.tmp`);
   const file = await open(tmpPath, 'w', 0o600);
   try {
@@ -18,6 +18,33 @@ export async function writeFileAtomic(path: string, text: string | Uint8Array): 
   }
   await rename(tmpPath, path);
   await fsyncDir(dir);
+}
+
+/**
+ * `mkdir -p` whose new directories survive a power loss: after creating each one, its parent is
+ * fsync'ed, so the name is on disk before anything is written inside it.
+ */
+export async function mkdirDurable(dir: string): Promise<void> {
+  const missing: string[] = [];
+  for (let d = resolve(dir); !(await isDirectory(d)); d = dirname(d)) {
+    missing.push(d);
+    if (dirname(d) === d) break;
+  }
+  for (const d of missing.reverse()) {
+    await mkdir(d).catch((e: NodeJS.ErrnoException) => {
+      if (e.code !== 'EEXIST') throw e;
+    });
+    await fsyncDir(dirname(d));
+  }
+}
+
+async function isDirectory(path: string): Promise<boolean> {
+  try {
+    return (await stat(path)).isDirectory();
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw e;
+  }
 }
 
 export async function fsyncDir(dir: string): Promise<void> {

@@ -13,13 +13,17 @@ afterAll(removeTmpDirs);
 
 const N = 40;
 
-/** A model with N records, left like after kill -9 (everything written, no clean flag). */
-async function crashedModel(segmentBytesMax = 32 * 1024 * 1024, clean = false): Promise<string> {
+/**
+ * A model with N records, left like after kill -9 (everything written, no clean flag). `checkpointed`:
+ * everything was fdatasync'ed and the manifest says so, so recovery treats all of it as synced data.
+ */
+async function crashedModel(segmentBytesMax = 32 * 1024 * 1024, clean = false, checkpointed = false): Promise<string> {
   const dir = tmpDir();
   const store = await openStore(dir, { segmentBytesMax, durability: 'none' });
   const log = await openModel(store);
   for (let i = 1; i <= N; i++) log.save(rec(i));
   await log.durable();
+  if (checkpointed) await log.checkpoint();
   if (clean) await store.close();
   else await store.abandon();
   return dir;
@@ -82,7 +86,7 @@ describe('torn tails (active segment, unclean shutdown)', () => {
   });
 });
 
-describe('bit flips inside older data keep the good records after them', () => {
+describe('bit flips inside synced data keep the good records after them', () => {
   const fieldsAt = [
     ['length', 1],
     ['crc', 5],
@@ -92,13 +96,14 @@ describe('bit flips inside older data keep the good records after them', () => {
     ['payload', 30],
   ] as const;
 
-  it.each(fieldsAt)('flip in %s of a middle frame of the active segment: found by the recovery scan', async (_f, at) => {
-    const d = copyOf(await crashedModel());
+  it.each(fieldsAt)('flip in %s of a middle frame of the synced active segment: skipped and reported', async (_f, at) => {
+    const d = copyOf(await crashedModel(undefined, false, true));
     const file = `${d}/m/${segFiles(`${d}/m`)[0]}`;
     flip(file, frameOffsets(file)[19] + at); // id 20
     const { store, log } = await reopen(d);
-    expect(log.recovery.lostRanges).toEqual([{ fromId: 20, toId: 20 }]);
+    // Synced frames are only checked for plausibility at open; a CRC-only fault is found by the first read.
     expect(await allIds(log)).toEqual([...range(1, 19), ...range(21, N)]);
+    expect(log.recovery.lostRanges).toEqual([{ fromId: 20, toId: 20 }]);
     expect(log.save(rec(N + 1))).toBe(N + 1);
     await store.close();
   });
@@ -122,17 +127,39 @@ describe('bit flips inside older data keep the good records after them', () => {
     await store.close();
   });
 
-  it('several flips in one segment each lose only their own record', async () => {
-    const d = copyOf(await crashedModel());
+  it('several flips in one synced segment each lose only their own record', async () => {
+    const d = copyOf(await crashedModel(undefined, false, true));
     const file = `${d}/m/${segFiles(`${d}/m`)[0]}`;
     const offs = frameOffsets(file);
     for (const k of [4, 5, 30]) flip(file, offs[k] + 30);
     const { store, log } = await reopen(d);
+    expect(await allIds(log)).toEqual(range(1, N).filter((i) => ![5, 6, 31].includes(i)));
     expect(log.recovery.lostRanges).toEqual([
       { fromId: 5, toId: 6 },
       { fromId: 31, toId: 31 },
     ]);
-    expect(await allIds(log)).toEqual(range(1, N).filter((i) => ![5, 6, 31].includes(i)));
+    await store.close();
+  });
+});
+
+describe('a hole in the unsynced tail ends the log there (point-in-time recovery)', () => {
+  it.each([
+    ['a flipped byte', (b: Buffer, offs: number[]) => (b[offs[19] + 30] ^= 0x10)],
+    ['a zeroed run (a page that never reached the disk)', (b: Buffer, offs: number[]) => b.fill(0, offs[19] - 5, offs[25])],
+  ])('%s past the checkpoint keeps only the frames before it, with no lost range', async (_name, damage) => {
+    const d = copyOf(await crashedModel());
+    const file = `${d}/m/${segFiles(`${d}/m`)[0]}`;
+    const b = fs.readFileSync(file);
+    const offs = frameOffsets(file);
+    damage(b, offs); // inside ids 19..25; valid frames follow the hole
+    fs.writeFileSync(file, b);
+    const { store, log } = await reopen(d);
+    const kept = b[offs[19] + 30] === 0 ? 18 : 19;
+    expect(await allIds(log)).toEqual(range(1, kept));
+    expect(log.recovery.lostRanges).toEqual([]);
+    expect(log.recovery.truncatedBytes).toBe(b.length - offs[kept]);
+    expect((await log.page({ current: 1, size: 100, order: 'asc' })).total).toBe(kept);
+    expect(log.latest()?.id).toBe(kept);
     await store.close();
   });
 });

@@ -1,13 +1,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { FaultyIo, allIds, openModel, openStore, range, rec, removeTmpDirs, sleep, tmpDir } from './helpers.js';
 import { StoreReadOnlyError } from '../../src/errors.js';
-import { type FileIo, nodeFileIo } from '../../src/store/file-io.js';
+import { NodeFileIo, nodeFileIo } from '../../src/store/file-io.js';
 
 /**
  * Real I/O with a slow fdatasync, recording for each one the file end that completed writes had reached
  * when it started: only those bytes may count as durable when it returns. Single segment (offsets).
  */
-class PipelineIo implements FileIo {
+class PipelineIo extends NodeFileIo {
   /** End offset of the bytes whose writev has completed. */
   writtenEnd = 0;
   /** End offset covered by a completed fdatasync that started after those bytes were written. */
@@ -20,7 +20,7 @@ class PipelineIo implements FileIo {
   failNextSync: string | undefined;
   readonly log: string[] = [];
 
-  async writev(fd: number, bufs: Buffer[], pos: number): Promise<number> {
+  override async writev(fd: number, bufs: Buffer[], pos: number): Promise<number> {
     if (this.syncInFlight) this.overlapped++;
     this.log.push(`writev@${pos}`);
     // In order and without gaps; below the end only to rewrite after a failed fdatasync.
@@ -31,11 +31,7 @@ class PipelineIo implements FileIo {
     return n;
   }
 
-  read(fd: number, buf: Buffer, off: number, len: number, pos: number): Promise<number> {
-    return nodeFileIo.read(fd, buf, off, len, pos);
-  }
-
-  async fdatasync(fd: number): Promise<void> {
+  override async fdatasync(fd: number): Promise<void> {
     expect(this.syncInFlight).toBe(false); // one fdatasync in flight
     this.syncInFlight = true;
     const covered = this.writtenEnd;
@@ -53,10 +49,6 @@ class PipelineIo implements FileIo {
     } finally {
       this.syncInFlight = false;
     }
-  }
-
-  ftruncate(fd: number, len: number): Promise<void> {
-    return nodeFileIo.ftruncate(fd, len);
   }
 }
 

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Store, type StoreHooks } from '../../src/store/store.js';
 import { storeOptions } from '../../src/store/constants.js';
-import { type FileIo, nodeFileIo } from '../../src/store/file-io.js';
+import { NodeFileIo, nodeFileIo } from '../../src/store/file-io.js';
 import type { ModelLog } from '../../src/store/model-log.js';
 import type { StoreOptions } from '../../src/store/types.js';
 
@@ -44,7 +44,7 @@ export function range(a: number, b: number): number[] {
 }
 
 /** A FileIo that counts fdatasyncs and can be switched to fail writes or syncs with an errno. */
-export class FaultyIo implements FileIo {
+export class FaultyIo extends NodeFileIo {
   syncs = 0;
   writes = 0;
   failWrites: string | undefined;
@@ -52,7 +52,7 @@ export class FaultyIo implements FileIo {
   /** Bytes a failing write still puts on disk before it fails (a torn write). */
   partialBytes = 0;
 
-  async writev(fd: number, bufs: Buffer[], pos: number): Promise<number> {
+  override async writev(fd: number, bufs: Buffer[], pos: number): Promise<number> {
     this.writes++;
     if (this.failWrites) {
       if (this.partialBytes > 0) await nodeFileIo.writev(fd, [Buffer.concat(bufs).subarray(0, this.partialBytes)], pos);
@@ -61,18 +61,10 @@ export class FaultyIo implements FileIo {
     return nodeFileIo.writev(fd, bufs, pos);
   }
 
-  read(fd: number, buf: Buffer, off: number, len: number, pos: number): Promise<number> {
-    return nodeFileIo.read(fd, buf, off, len, pos);
-  }
-
-  async fdatasync(fd: number): Promise<void> {
+  override async fdatasync(fd: number): Promise<void> {
     if (this.failSyncs) throw Object.assign(new Error(`injected ${this.failSyncs}`), { code: this.failSyncs });
     this.syncs++;
     await nodeFileIo.fdatasync(fd);
-  }
-
-  ftruncate(fd: number, len: number): Promise<void> {
-    return nodeFileIo.ftruncate(fd, len);
   }
 }
 
