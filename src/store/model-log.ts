@@ -192,8 +192,13 @@ export class ModelLog {
     }
   }
 
+  /** The swap happens now; the old generation's files are retired in the background, one clear at a time. */
   clear(): Promise<void> {
-    return this.clears.run(() => this.clearNow());
+    if (this.closed) return Promise.reject(new UnavailableError(`model ${this.modelId} is closed`));
+    const old = this.gen;
+    const fresh = this.newGen([new Segment(1, 1, Date.now())], undefined, true);
+    this.gen = fresh;
+    return this.clears.run(() => this.clearNow(old, fresh));
   }
 
   setRetention(limits: RetentionLimits): void {
@@ -242,12 +247,17 @@ export class ModelLog {
     await this.releaseGen(g);
   }
 
-  /** Stops without flushing, like a kill -9 of the process: only what reached the kernel stays. */
+  /**
+   * Stops without flushing, like a kill -9 of the process: only what reached the kernel stays. The file
+   * operation in flight finishes first (a killed process either made its syscall or did not), so nothing
+   * of this incarnation touches the files after it returns.
+   */
   async abandon(): Promise<void> {
     this.closed = true;
     for (const t of this.timers) clearInterval(t);
+    await this.clears.run(async () => {});
     await this.retentionRun;
-    this.gen.writer.close();
+    await this.gen.writer.stop();
     await this.releaseGen(this.gen);
   }
 
@@ -390,20 +400,22 @@ export class ModelLog {
    * NATS purge pattern: the directory is renamed to trash (atomic), then recreated empty. A crash before
    * the rename keeps the old data, after it the model opens empty; open finishes removing the trash.
    */
-  private async clearNow(): Promise<void> {
-    const old = this.gen;
-    const seg = new Segment(1, 1, Date.now());
-    this.gen = this.newGen([seg], undefined, true);
+  private async clearNow(old: Gen, fresh: Gen): Promise<void> {
     await this.retentionRun;
     await old.writer.drain();
     old.writer.close();
     await this.releaseGen(old);
-    const trash = this.c.trashDir();
-    await this.c.io.rename(this.c.dir, trash);
-    await this.c.io.fsyncDir(path.dirname(this.c.dir));
-    this.gen.manifest = createModelDirSync(this.c.io, this.c.dir, seg);
-    this.gen.writer.unblock();
-    await this.c.io.remove(trash);
+    // A generation that a later clear replaced before it got a directory never had one.
+    const trash = old.manifest ? this.c.trashDir() : undefined;
+    if (trash) {
+      await this.c.io.rename(this.c.dir, trash);
+      await this.c.io.fsyncDir(path.dirname(this.c.dir));
+    }
+    if (this.gen === fresh) {
+      fresh.manifest = createModelDirSync(this.c.io, this.c.dir, fresh.segments[0]);
+      fresh.writer.unblock();
+    }
+    if (trash) await this.c.io.remove(trash);
   }
 
   private async releaseGen(g: Gen): Promise<void> {

@@ -222,6 +222,12 @@ export class Writer {
     return done;
   }
 
+  /** close(), then waits for the step in flight; a seal in progress stops after its current step. */
+  async stop(): Promise<void> {
+    this.close();
+    await this.whenIdle();
+  }
+
   /** Stops timers; rejects durable() promises that can no longer be met. */
   close(): void {
     this.closed = true;
@@ -442,9 +448,12 @@ export class Writer {
     seg.syncedBytes = seg.writtenBytes;
     this.syncedLsn = this.writtenLsn;
     this.advanceDurable(this.syncedLsn);
+    if (this.closed) return;
     await writeIndex(this.o.io, this.o.dir, seg);
+    if (this.closed) return;
     // A retried seal (the first attempt failed after creating the file) keeps the file it has.
     if (!next.file.attached) next.file.attach(await this.createSegmentFile(next));
+    if (this.closed) return;
     this.fileSeg = next;
     seg.sealedOnDisk = true;
     await this.o.checkpoint();

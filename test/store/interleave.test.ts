@@ -1,0 +1,21 @@
+/**
+ * The seeded interleaving test of the store (see interleave/run.ts). `npm test` runs a fixed seed and a
+ * fixed number of schedules; `npm run test:races -- --seed N --runs R` runs more (RACES_SEED, RACES_RUNS).
+ */
+import { describe, it } from 'vitest';
+import { checkInterleavings } from './interleave/run.js';
+
+const seed = Number(process.env.RACES_SEED ?? 20261123);
+const runs = Number(process.env.RACES_RUNS ?? 1000);
+
+describe('store under seeded interleavings', () => {
+  it(`${runs} schedules from seed ${seed} match the model`, async () => {
+    const t0 = Date.now();
+    await checkInterleavings({
+      seed,
+      runs,
+      every: runs >= 20_000 ? 5000 : 500,
+      progress: (n) => console.log(`races: ${n}/${runs} schedules, ${Math.round((Date.now() - t0) / 1000)} s`),
+    });
+  }, Number(process.env.RACES_TIMEOUT_MS ?? 60_000));
+});

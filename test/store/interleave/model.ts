@@ -1,0 +1,133 @@
+/**
+ * The plain in-memory model a store log is checked against: every record's versions (a save, then the
+ * update-lasts while it was the newest), and what durable() acknowledged. A read is checked against the
+ * model as it was when the read was called; only the newest record may show a later version (an
+ * update-last coalesced into the unflushed chunk while the read was in flight).
+ */
+import { expect } from 'vitest';
+import type { RecordView } from '../../../src/store/types.js';
+
+export const FIELDS = ['temp', 'hum', 'status', 'dev', 'ok', 'seq'] as const;
+export type Values = Record<(typeof FIELDS)[number], unknown>;
+
+interface Entry {
+  versions: Values[];
+  /** Highest version index acknowledged by durable(); -1 none. */
+  acked: number;
+}
+
+/** What a read may return, fixed when it was called. */
+export interface ReadSnapshot {
+  entries: readonly Entry[];
+  firstId: number;
+  lastId: number;
+  /** Versions of the newest record when the read was called. */
+  lastVersions: number;
+}
+
+export class ModelOfLog {
+  /** Replaced, never emptied in place, so snapshots held by reads in flight stay as they were. */
+  private entries: Entry[] = [];
+  /** Retention only moves the first id forward. */
+  private firstIdSeen = 1;
+
+  constructor(readonly name: string) {}
+
+  get lastId(): number {
+    return this.entries.length;
+  }
+
+  values(seq: number): Values {
+    return { temp: seq / 2, hum: seq % 100, status: this.name, dev: `d${seq}`, ok: seq % 2 === 0, seq };
+  }
+
+  saved(id: number, values: Values): void {
+    expect(id, `${this.name}: save returns the next id`).toBe(this.entries.length + 1);
+    this.entries = [...this.entries, { versions: [values], acked: -1 }];
+  }
+
+  updated(id: number, values: Values): void {
+    expect(id, `${this.name}: updateLast returns the newest id`).toBe(this.entries.length);
+    this.entries[id - 1].versions.push(values);
+  }
+
+  newestValues(): Values | undefined {
+    return this.entries[this.entries.length - 1]?.versions.at(-1);
+  }
+
+  cleared(): void {
+    this.entries = [];
+    this.firstIdSeen = 1;
+  }
+
+  /** durable() was called now: returns what its resolution acknowledges. */
+  ackPoint(): () => void {
+    const entries = this.entries;
+    const id = entries.length;
+    const version = id > 0 ? entries[id - 1].versions.length - 1 : -1;
+    return () => {
+      for (let i = 0; i < id; i++) entries[i].acked = i === id - 1 ? Math.max(entries[i].acked, version) : entries[i].versions.length - 1;
+    };
+  }
+
+  snapshot(firstId: number, lastId: number): ReadSnapshot {
+    expect(lastId, `${this.name}: the log's last id`).toBe(this.entries.length);
+    expect(firstId, `${this.name}: the first id never moves back`).toBeGreaterThanOrEqual(this.firstIdSeen);
+    expect(firstId).toBeLessThanOrEqual(lastId + 1);
+    this.firstIdSeen = firstId;
+    const last = this.entries[lastId - 1];
+    return { entries: this.entries, firstId, lastId, lastVersions: last ? last.versions.length : 0 };
+  }
+
+  /**
+   * After a crash: the log must hold a prefix of what was appended that keeps everything acknowledged,
+   * each record at a version no older than the acknowledged one. The model becomes that prefix.
+   */
+  recovered(firstId: number, records: RecordView[]): void {
+    const lastId = records.length > 0 ? (records[records.length - 1].id as number) : firstId - 1;
+    const ackedThrough = this.entries.reduce((n, e, i) => (e.acked >= 0 ? i + 1 : n), 0);
+    expect(lastId, `${this.name}: acknowledged records survive a crash`).toBeGreaterThanOrEqual(ackedThrough);
+    expect(lastId).toBeLessThanOrEqual(this.entries.length);
+    expect(records.map((r) => r.id)).toEqual(range(firstId, lastId));
+    const kept: Entry[] = this.entries.slice(0, lastId).map((e) => ({ versions: [...e.versions], acked: e.acked }));
+    for (const r of records) {
+      const e = kept[(r.id as number) - 1];
+      const v = versionOf(e, r, `${this.name} id ${r.id} after a crash`);
+      expect(v, `${this.name} id ${r.id}: an acknowledged update-last survives`).toBeGreaterThanOrEqual(e.acked);
+      e.versions.length = v + 1;
+    }
+    this.entries = kept;
+    this.firstIdSeen = firstId;
+  }
+}
+
+/** Checks one record a read returned; `first` is the snapshot's own first-id for the page formula. */
+export function checkRecord(snap: ReadSnapshot, r: RecordView, what: string): void {
+  const id = r.id as number;
+  expect(id, `${what}: id inside the snapshot`).toBeGreaterThanOrEqual(snap.firstId);
+  expect(id, `${what}: id inside the snapshot`).toBeLessThanOrEqual(snap.lastId);
+  const e = snap.entries[id - 1];
+  const v = versionOf(e, r, what);
+  const oldest = id === snap.lastId ? snap.lastVersions - 1 : e.versions.length - 1;
+  expect(v, `${what}: id ${id} is not older than when the read was called`).toBeGreaterThanOrEqual(oldest);
+}
+
+function versionOf(e: { versions: Values[] }, r: RecordView, what: string): number {
+  const v = e.versions.findIndex((values) => FIELDS.every((f) => r[f] === values[f]));
+  if (v < 0) expect.fail(`${what}: id ${r.id} holds values that were never written to it: ${JSON.stringify(r)}`);
+  return v;
+}
+
+/** Ids a page must hold by the contract, for live ids firstId..lastId. */
+export function pageIds(snap: ReadSnapshot, current: number, size: number, order: 'asc' | 'desc'): number[] {
+  if (order === 'asc') {
+    const lo = snap.firstId + (current - 1) * size;
+    return range(lo, Math.min(snap.lastId, lo + size - 1));
+  }
+  const hi = snap.lastId - (current - 1) * size;
+  return range(Math.max(snap.firstId, hi - size + 1), hi).reverse();
+}
+
+export function range(a: number, b: number): number[] {
+  return Array.from({ length: Math.max(0, b - a + 1) }, (_, i) => a + i);
+}

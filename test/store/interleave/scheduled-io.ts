@@ -1,0 +1,115 @@
+/**
+ * The engine's file layer with every operation held until a seeded fast-check scheduler releases it, then
+ * done synchronously on the real file system. All async I/O of the store (segment writes, reads,
+ * fdatasyncs, seals, index and manifest writes, retention unlinks, clear's renames) therefore happens at
+ * points the seed picks, and a schedule replays exactly.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Scheduler } from 'fast-check';
+import type { FileIo } from '../../../src/store/file-io.js';
+
+export class ScheduledIo implements FileIo {
+  constructor(private readonly s: Scheduler) {}
+
+  writev(fd: number, bufs: Buffer[], pos: number): Promise<number> {
+    return this.step(`writev ${fdName(fd)}@${pos}`, () => fs.writevSync(fd, bufs, pos));
+  }
+
+  read(fd: number, buf: Buffer, off: number, len: number, pos: number): Promise<number> {
+    return this.step(`read ${fdName(fd)}@${pos}+${len}`, () => fs.readSync(fd, buf, off, len, pos));
+  }
+
+  fdatasync(fd: number): Promise<void> {
+    return this.step(`fdatasync ${fdName(fd)}`, () => fs.fdatasyncSync(fd));
+  }
+
+  ftruncate(fd: number, len: number): Promise<void> {
+    return this.step(`ftruncate ${fdName(fd)} ${len}`, () => fs.ftruncateSync(fd, len));
+  }
+
+  createFile(file: string, head: Buffer): Promise<number> {
+    return this.step(`create ${shortName(file)}`, () => {
+      const fd = fs.openSync(file, 'w+');
+      fs.writeSync(fd, head, 0, head.length, 0);
+      fs.fdatasyncSync(fd);
+      fsyncDirSync(path.dirname(file));
+      return fd;
+    });
+  }
+
+  replaceFile(file: string, data: Buffer): Promise<void> {
+    return this.step(`replace ${shortName(file)}`, () => {
+      const tmp = `${file}.tmp`;
+      const fd = fs.openSync(tmp, 'w');
+      try {
+        fs.writeSync(fd, data, 0, data.length, 0);
+        fs.fdatasyncSync(fd);
+      } finally {
+        fs.closeSync(fd);
+      }
+      fs.renameSync(tmp, file);
+      fsyncDirSync(path.dirname(file));
+    });
+  }
+
+  overwrite(fd: number, data: Buffer, pos: number): Promise<void> {
+    return this.step(`overwrite ${fdName(fd)}@${pos}`, () => {
+      fs.writeSync(fd, data, 0, data.length, pos);
+      fs.fdatasyncSync(fd);
+    });
+  }
+
+  rename(from: string, to: string): Promise<void> {
+    return this.step(`rename ${shortName(from)}`, () => fs.renameSync(from, to));
+  }
+
+  remove(target: string): Promise<void> {
+    return this.step(`remove ${shortName(target)}`, () => fs.rmSync(target, { recursive: true, force: true }));
+  }
+
+  fsyncDir(dir: string): Promise<void> {
+    return this.step(`fsyncdir ${shortName(dir)}`, () => fsyncDirSync(dir));
+  }
+
+  private async step<T>(label: string, run: () => T): Promise<T> {
+    await this.s.schedule(Promise.resolve(), label);
+    return run();
+  }
+}
+
+function fsyncDirSync(dir: string): void {
+  const fd = fs.openSync(dir, 'r');
+  try {
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** The last two path parts (`a/seg-0000000003.log`): enough to read a schedule. */
+function shortName(file: string): string {
+  return file.split('/').slice(-2).join('/');
+}
+
+function fdName(fd: number): string {
+  try {
+    return shortName(fs.readlinkSync(`/proc/self/fd/${fd}`));
+  } catch {
+    return `fd ${fd} (closed)`;
+  }
+}
+
+/** Paths under `dir` that this process still has open. */
+export function openFilesUnder(dir: string): string[] {
+  const open: string[] = [];
+  for (const fd of fs.readdirSync('/proc/self/fd')) {
+    try {
+      const target = fs.readlinkSync(`/proc/self/fd/${fd}`);
+      if (target.startsWith(dir)) open.push(target);
+    } catch {
+      // closed while listing
+    }
+  }
+  return open;
+}
