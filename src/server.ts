@@ -49,8 +49,22 @@ export async function openData(config: Config): Promise<{ store: Store; registry
   }
 }
 
+/** What recovery cut or skipped reaches the operator's log, with the model's name and uuid. */
+function logRecoveryFindings(registry: ModelRegistry, logger: Logger): void {
+  for (const model of registry.list()) {
+    if (!model.published) continue;
+    const r = registry.log(model.uuid).recovery;
+    if (r.truncatedBytes === 0 && r.lostRanges.length === 0) continue;
+    logger.warn(
+      { model: model.name, uuid: model.uuid, truncatedBytes: r.truncatedBytes, lostRanges: r.lostRanges },
+      `recovery of model ${model.name} (${model.uuid}): cut ${r.truncatedBytes} bytes of unsynced tail, lost ${r.lostRanges.length} id ranges`,
+    );
+  }
+}
+
 export async function startService(config: Config, logger: Logger): Promise<RunningService> {
   const { store, registry } = await openData(config);
+  logRecoveryFindings(registry, logger.child({ module: 'store' }));
   let engine: ScriptEngine | undefined;
   try {
     engine = await ScriptEngine.open({

@@ -48,7 +48,7 @@ export interface Pipeline {
   token: string;
   rule: string;
 }
-export declare function setupPipeline(base: string): Promise<Pipeline>;
+export declare function setupPipeline(base: string, name?: string): Promise<Pipeline>;
 export declare function payload(seq: number, pushNo: number, index: number, round: number): string;
 export declare function pushNdjson(base: string, pipeline: Pipeline, lines: string[], signal?: AbortSignal): Promise<Answer>;
 

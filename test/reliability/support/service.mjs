@@ -139,18 +139,18 @@ function must(answer, what) {
 }
 
 /** Model with the sample's five FLOAT attributes, published; an HTTP input; RHILEX's sample rule storing into the model. */
-export async function setupPipeline(base) {
-  const model = must(await call(base, '/api/v1/schema/create', { method: 'POST', body: { name: 'water', description: 'reliability' } }), 'schema/create').uuid;
+export async function setupPipeline(base, name = 'water') {
+  const model = must(await call(base, '/api/v1/schema/create', { method: 'POST', body: { name, description: 'reliability' } }), 'schema/create').uuid;
   for (const name of ATTRS) {
     must(await call(base, '/api/v1/schema/properties/create', { method: 'POST', body: { schemaId: model, name, type: 'FLOAT' } }), `properties/create ${name}`);
   }
   must(await call(base, `/api/v1/schema/publish?uuid=${model}`, { method: 'POST' }), 'schema/publish');
-  const input = must(await call(base, '/api/v1/inends/create', { method: 'POST', body: { name: 'plc', type: 'HTTP', description: '' } }), 'inends/create');
+  const input = must(await call(base, '/api/v1/inends/create', { method: 'POST', body: { name: `plc-${name}`, type: 'HTTP', description: '' } }), 'inends/create');
   const actions = fs.readFileSync(path.join(repoRoot, 'fixtures/lua/rhilex-sample.lua'), 'utf8').replaceAll('SCHEMAZ848ZRDG', model);
   const rule = must(
     await call(base, '/api/v1/rules/create', {
       method: 'POST',
-      body: { name: 'sample', description: '', fromSource: [input.uuid], actions, success: '', failed: '' },
+      body: { name: `sample-${name}`, description: '', fromSource: [input.uuid], actions, success: '', failed: '' },
     }),
     'rules/create',
   ).uuid;

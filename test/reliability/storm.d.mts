@@ -1,0 +1,14 @@
+// Types of storm.mjs (plain JS so the storm runs under node without a compile step).
+export declare const RETENTION_RECORDS: number;
+export interface StormCounts {
+  pushes: number;
+  records: number;
+  pages: number;
+  lastReads: number;
+  exports: number;
+  exportedRecords: number;
+  clears: number;
+  status5xx: number;
+  refused: number;
+}
+export declare function runStorm(o?: { seconds?: number; models?: number; progress?: (line: string) => void }): Promise<{ problems: string[]; counts: StormCounts }>;

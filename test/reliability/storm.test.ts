@@ -1,0 +1,21 @@
+/**
+ * The store-race storm (storm.mjs) in `npm test`: the real service with 64 KiB segments under pushes,
+ * pages, latest reads, exports, retention and a clear every second, one model and then two side by side.
+ * `node test/reliability/storm.mjs --seconds 15 --models 2` runs one storm by hand.
+ */
+import { describe, expect, it } from 'vitest';
+import { runStorm } from './storm.mjs';
+
+const seconds = Number(process.env.STORM_SECONDS ?? 10);
+
+describe('store race storm through HTTP', () => {
+  it.each([1, 2])(`%i model(s) for ${seconds} s: no 5xx, no refused push, every acknowledged record kept once, also after a restart`, async (models) => {
+    const { problems, counts } = await runStorm({ seconds, models });
+    expect(problems).toEqual([]);
+    expect(counts.status5xx).toBe(0);
+    expect(counts.refused).toBe(0);
+    expect(counts.pushes).toBeGreaterThan(models * 30);
+    expect(counts.clears).toBeGreaterThanOrEqual(models * (seconds - 1));
+    expect(counts.pages + counts.exports + counts.lastReads).toBeGreaterThan(100);
+  }, (seconds + 60) * 1000);
+});
