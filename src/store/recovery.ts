@@ -10,7 +10,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { MANIFEST_FILE, type Manifest, ManifestWriter, readManifestSync } from './manifest.js';
+import { type Checkpoint, MANIFEST_FILE, type Manifest, ManifestWriter, readManifestSync } from './manifest.js';
 import {
   SEGMENT_HEADER_BYTES,
   Segment,
@@ -24,7 +24,7 @@ import {
 import { applyIndex, encodeIndex, indexFits, indexOf, readIndexSync } from './index-file.js';
 import { scanSegment } from './scan.js';
 import { type FileIo, fsyncDirSync, writeFileAtomicSync } from './file-io.js';
-import { u32 } from './frame.js';
+import { FRAME_BYTES_MAX, FRAME_HEADER_BYTES, checkFrame, frameBytes, u32 } from './frame.js';
 import type { RecoveryReport } from './types.js';
 
 export interface OpenedModel {
@@ -69,7 +69,7 @@ export function openModelDirSync(io: FileIo, dir: string, modelId: string): Open
   const read = readManifestSync(dir);
   const m = read.manifest;
   const segNos = retireBelow(dir, listSegments(dir), m?.firstSegNo ?? 0);
-  dropEmptyTail(dir, segNos);
+  dropEmptyTail(dir, segNos, m?.checkpoint, report);
   const segments = loadSegments(io, dir, segNos, m, report);
   const manifest = read.manifest ? ManifestWriter.openSync(io, dir, read.seq) : ManifestWriter.createSync(io, dir, manifestOf(segments));
   if (read.manifest) manifest.writeSync(manifestOf(segments));
@@ -130,17 +130,38 @@ function retireBelow(dir: string, segNos: number[], firstSegNo: number): number[
 }
 
 /**
- * A crash during a roll can leave a new segment with no frame. Drop it and make the previous segment
- * active again (its stale index goes too), so ids continue from that segment's last frame.
+ * A crash during a roll can leave a new segment with no frame: only its header, or torn pages where its
+ * first frame should be. Drop it and make the previous segment active again (its stale index goes too),
+ * so ids continue from that segment's last frame and an update-last finds its record in the active
+ * segment. A first frame the checkpoint vouches for (synced) is corruption, not a torn tail: kept.
  */
-function dropEmptyTail(dir: string, segNos: number[]): void {
+function dropEmptyTail(dir: string, segNos: number[], cp: Checkpoint | undefined, report: RecoveryReport): void {
   while (segNos.length > 1) {
     const last = segNos[segNos.length - 1];
-    if (fs.statSync(`${dir}/${segmentName(last)}`).size > SEGMENT_HEADER_BYTES) return;
-    fs.rmSync(`${dir}/${segmentName(last)}`, { force: true });
+    const file = `${dir}/${segmentName(last)}`;
+    const size = fs.statSync(file).size;
+    const synced = cp !== undefined && cp.segNo === last && cp.offset > SEGMENT_HEADER_BYTES;
+    if (size > SEGMENT_HEADER_BYTES && (synced || firstFrameValid(file, size))) return;
+    report.truncatedBytes += Math.max(0, size - SEGMENT_HEADER_BYTES);
+    fs.rmSync(file, { force: true });
     fs.rmSync(`${dir}/${indexName(last)}`, { force: true });
     segNos.pop();
     fs.rmSync(`${dir}/${indexName(segNos[segNos.length - 1])}`, { force: true });
+  }
+  if (segNos.length > 0) fsyncDirSync(dir);
+}
+
+function firstFrameValid(file: string, size: number): boolean {
+  const fd = fs.openSync(file, 'r');
+  try {
+    const head = Buffer.alloc(FRAME_HEADER_BYTES);
+    if (fs.readSync(fd, head, 0, head.length, SEGMENT_HEADER_BYTES) < head.length) return false;
+    const len = Math.min(frameBytes(head, 0), FRAME_BYTES_MAX, size - SEGMENT_HEADER_BYTES);
+    const frame = Buffer.alloc(len);
+    fs.readSync(fd, frame, 0, len, SEGMENT_HEADER_BYTES);
+    return checkFrame(frame, 0, len) > 0;
+  } finally {
+    fs.closeSync(fd);
   }
 }
 

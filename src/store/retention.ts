@@ -23,7 +23,11 @@ function exceeded(segments: readonly Segment[], limits: RetentionLimits, nowMs: 
   return limits.maxAgeMs > 0 && head.maxTs < nowMs - limits.maxAgeMs;
 }
 
-/** Removes head segments of `segments` (mutated in place) while a limit is exceeded. */
+/**
+ * Removes head segments of `segments` (mutated in place) while a limit is exceeded. The segment holding
+ * the newest record always stays, also when the active segment behind it is empty (after recovery cut
+ * its torn frames): the log never loses the record that latest() and update-last work on.
+ */
 export async function applyRetention(
   io: FileIo,
   dir: string,
@@ -33,7 +37,8 @@ export async function applyRetention(
   nowMs: number,
 ): Promise<number> {
   let removed = 0;
-  while (segments.length > 1 && segments[0].sealedOnDisk && exceeded(segments, limits, nowMs)) {
+  const newestId = segments[segments.length - 1].lastId;
+  while (segments.length > 1 && segments[0].sealedOnDisk && segments[0].lastId < newestId && exceeded(segments, limits, nowMs)) {
     await manifest.write(() => manifestOf(segments.slice(1)));
     const head = segments.shift() as Segment;
     head.file.release();

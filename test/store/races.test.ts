@@ -129,4 +129,27 @@ describe('retention after a restart', () => {
     }
     expect(fs.readdirSync(`${dir}/m`).filter((n) => n.endsWith('.idx')).length).toBeLessThanOrEqual(segFiles(`${dir}/m`).length);
   });
+
+  it('keeps the segment of the newest record when recovery left the active segment empty', async () => {
+    const dir = tmpDir();
+    let store = await openStore(dir, { segmentBytesMax: 2000 });
+    let log = await openModel(store);
+    for (let i = 1; i <= 200; i++) log.save(rec(i));
+    await log.durable();
+    await store.abandon();
+    const files = segFiles(`${dir}/m`);
+    const active = `${dir}/m/${files[files.length - 1]}`;
+    fs.truncateSync(active, 32);
+    fs.appendFileSync(active, Buffer.alloc(600)); // its frames never reached the disk: zeroed pages
+    store = await openStore(dir, { segmentBytesMax: 2000, retention: { maxRecords: 5, maxBytes: 0, maxAgeMs: 0 } });
+    log = await openModel(store);
+    const lastId = log.stats().lastId;
+    await log.enforceRetention();
+    expect(log.stats().lastId).toBe(lastId);
+    expect(log.stats().total).toBeGreaterThan(0);
+    expect(log.latest()?.id).toBe(lastId);
+    expect(log.updateLast({ seq: -1 })).toBe(lastId);
+    expect((await log.page({ current: 1, size: 1, order: 'desc' })).records[0]).toMatchObject({ id: lastId, seq: -1 });
+    await store.close();
+  });
 });
