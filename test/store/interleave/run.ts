@@ -120,7 +120,8 @@ class Run {
         break;
       case 'update': {
         const seq = ++this.seq;
-        const last = m.newestValues();
+        // No visible record (cleared, or retention and a crash left none): update-last saves.
+        const last = log.latest() === undefined ? undefined : m.newestValues();
         if (last === undefined) {
           const values = m.values(seq);
           m.saved(log.updateLast(values), values);
