@@ -12,7 +12,7 @@ import { addSchemaRoutes } from './schema-routes.js';
 import { addScriptRoutes } from './script-routes.js';
 import { findPublicDir, staticHandler } from './static.js';
 import { AuthThrottle } from './throttle.js';
-import uWS, { type us_listen_socket } from './uws.js';
+import uWS, { listenExclusive, type us_listen_socket } from './uws.js';
 
 export interface HttpServer {
   host: string;
@@ -89,7 +89,7 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
   router.attach(app);
   const host = config.http.host;
   const listenSocket = await new Promise<us_listen_socket>((resolve, reject) => {
-    app.listen(host, config.http.port, (socket) => {
+    listenExclusive(app, host, config.http.port, (socket) => {
       if (socket === false) reject(new ListenError(`cannot listen on ${host}:${config.http.port}: the port is in use or the address is not available`));
       else resolve(socket);
     });

@@ -16,3 +16,17 @@ const uWS: typeof UWS = await import('uWebSockets.js');
 
 export default uWS;
 export type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
+
+type ListenCallback = (socket: UWS.us_listen_socket | false) => void;
+/** uSockets' LIBUS_LISTEN_EXCLUSIVE_PORT (a non-exported enum member in the typings). */
+const LISTEN_EXCLUSIVE_PORT = 1;
+
+/**
+ * Listens on host:port without SO_REUSEPORT: uWS shares a port between processes unless told not to, so
+ * a second instance would silently split the traffic with the first. The native listen takes
+ * (host, port, options, cb); the shipped typings declare only (port, options, cb).
+ */
+export function listenExclusive(app: UWS.TemplatedApp, host: string, port: number, cb: ListenCallback): void {
+  const listen = app.listen as unknown as (host: string, port: number, options: number, cb: ListenCallback) => UWS.TemplatedApp;
+  listen.call(app, host, port, LISTEN_EXCLUSIVE_PORT, cb);
+}

@@ -5,6 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { ModelLog } from './model-log.js';
+import { DirLock } from './dir-lock.js';
 import { type FileIo, nodeFileIo } from './file-io.js';
 import { fsyncDir, mkdirDurable } from '../util/atomic-file.js';
 import {
@@ -35,16 +36,18 @@ export class Store {
     readonly options: StoreOptions,
     private readonly io: FileIo,
     private readonly readOnlyRetryMs: number,
+    private readonly lock: DirLock,
   ) {}
 
   static async open(options: StoreOptions, hooks: StoreHooks = {}): Promise<Store> {
     validateStoreOptions(options);
     const opts: StoreOptions = { ...options, retention: { ...options.retention } };
     await mkdirDurable(opts.rootDir);
+    const lock = DirLock.acquire(opts.rootDir);
     for (const name of await fs.promises.readdir(opts.rootDir)) {
       if (name.startsWith(TRASH_PREFIX)) await fs.promises.rm(path.join(opts.rootDir, name), { recursive: true, force: true });
     }
-    return new Store(opts, hooks.fileIo ?? nodeFileIo, hooks.readOnlyRetryMs ?? READ_ONLY_RETRY_MS_DEFAULT);
+    return new Store(opts, hooks.fileIo ?? nodeFileIo, hooks.readOnlyRetryMs ?? READ_ONLY_RETRY_MS_DEFAULT, lock);
   }
 
   /** Creates or recovers the model's log; returns the open one when called again with the same fields. */
@@ -101,7 +104,11 @@ export class Store {
     this.closed = true;
     const logs = [...this.models.values()];
     this.models.clear();
-    await Promise.all(logs.map((l) => l.close()));
+    try {
+      await Promise.all(logs.map((l) => l.close()));
+    } finally {
+      this.lock.release();
+    }
   }
 
   /** Test support: drops every model like a kill -9 (no flush, no clean flag). */
@@ -110,6 +117,7 @@ export class Store {
     const logs = [...this.models.values()];
     this.models.clear();
     await Promise.all(logs.map((l) => l.abandon()));
+    this.lock.release();
   }
 
   private trashPath(modelId: string): string {

@@ -1,0 +1,76 @@
+/**
+ * One service per data directory and per address: a second instance on the same data directory, or on
+ * the same host:port, exits 1 with one line that names what is taken; after a kill -9 the next start takes
+ * the stale lock over. In process, a second Store on an open directory is refused.
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { cliPath, startService, writeConfig } from './support/service.mjs';
+import { Store } from '../../src/store/store.js';
+import { storeOptions } from '../../src/store/constants.js';
+import { StateError } from '../../src/errors.js';
+
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'edc-single-'));
+afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
+
+/** Runs `serve` expecting it to fail; resolves with its exit code and stderr. */
+function serveExpectingExit(configFile: string): Promise<{ code: number | null; stderr: string; ms: number }> {
+  const t0 = Date.now();
+  const child = spawn(process.execPath, [cliPath, 'serve', '--config', configFile], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+  return new Promise((resolve) =>
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stderr, ms: Date.now() - t0 });
+    }),
+  );
+}
+
+describe('a single instance per data directory and address', () => {
+  it('a second service on the same data directory exits 1 naming it; a kill -9 leaves a lock the next start takes over', async () => {
+    const dir = path.join(tmp, 'a');
+    fs.mkdirSync(dir);
+    const { file, dataDir } = writeConfig(dir);
+    const first = await startService(file);
+    const second = await serveExpectingExit(file);
+    expect(second.code).toBe(1);
+    expect(second.stderr.trim().split('\n')).toHaveLength(1);
+    expect(second.stderr).toContain(path.join(dataDir, 'store'));
+    expect(second.stderr).toContain(String(first.child.pid));
+    await first.kill('SIGKILL');
+    const again = await startService(file);
+    expect((await fetch(`${again.base}/healthz`)).status).toBe(200);
+    await again.kill('SIGTERM');
+  }, 60_000);
+
+  it('a second service on the same host:port exits 1 naming the address', async () => {
+    const a = path.join(tmp, 'b1');
+    const b = path.join(tmp, 'b2');
+    fs.mkdirSync(a);
+    fs.mkdirSync(b);
+    const first = await startService(writeConfig(a).file);
+    const port = new URL(first.base).port;
+    const { file } = writeConfig(b);
+    fs.writeFileSync(file, fs.readFileSync(file, 'utf8').replace('port = 0', `port = ${port}`));
+    const second = await serveExpectingExit(file);
+    expect(second.code).toBe(1);
+    expect(second.stderr).toContain(`127.0.0.1:${port}`);
+    await first.kill('SIGTERM');
+  }, 60_000);
+
+  it('in one process, a second Store on an open directory is refused until the first closes', async () => {
+    const rootDir = path.join(tmp, 'c');
+    const store = await Store.open(storeOptions({ rootDir }));
+    await expect(Store.open(storeOptions({ rootDir }))).rejects.toThrow(StateError);
+    await expect(Store.open(storeOptions({ rootDir }))).rejects.toThrow(rootDir);
+    await store.close();
+    const again = await Store.open(storeOptions({ rootDir }));
+    await again.abandon();
+    await (await Store.open(storeOptions({ rootDir }))).close();
+  });
+});
