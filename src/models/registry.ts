@@ -8,6 +8,7 @@
  */
 import { InvalidArgumentError, NotFoundError, StateError } from '../errors.js';
 import type { ModelLog, ModelSpec, Store } from '../store/index.js';
+import { existsSync } from 'node:fs';
 import { SerialQueue, mkdirDurable } from '../util/atomic-file.js';
 import {
   parseAttributeFields,
@@ -47,6 +48,7 @@ export class ModelRegistry {
   static async open(opts: { dataDir: string; store: Store }): Promise<ModelRegistry> {
     await mkdirDurable(opts.dataDir);
     const file = modelsFilePath(opts.dataDir);
+    if (!existsSync(file)) await refuseOrphanedData(file, opts.store);
     const registry = new ModelRegistry(file, opts.store, await readModelsFile(file));
     await registry.finishPendingDrops();
     for (const model of registry.models) {
@@ -338,4 +340,17 @@ function deepFreeze<T>(value: T): T {
     for (const child of Object.values(value)) deepFreeze(child);
   }
   return value;
+}
+
+/**
+ * Without models.json the store's model directories cannot be read (the attribute names are in it):
+ * starting empty would hide them, and the next model would write beside them. Stop and say how to recover.
+ */
+async function refuseOrphanedData(file: string, store: Store): Promise<void> {
+  const dirs = await store.modelDirs();
+  if (dirs.length === 0) return;
+  const shown = dirs.slice(0, 3).join(', ') + (dirs.length > 3 ? `, ... (${dirs.length} in all)` : '');
+  throw new StateError(
+    `${file} is missing but ${store.options.rootDir} holds model data (${shown}): restore models.json from a backup, or move those directories away to start without them`,
+  );
 }

@@ -77,6 +77,12 @@ export class Store {
     return log;
   }
 
+  /** Ids of the model directories on disk, open or not. */
+  async modelDirs(): Promise<string[]> {
+    const entries = await fs.promises.readdir(this.options.rootDir, { withFileTypes: true });
+    return entries.filter((e) => e.isDirectory() && !e.name.startsWith('.')).map((e) => e.name);
+  }
+
   model(modelId: string): ModelLog | undefined {
     return this.models.get(modelId);
   }

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { cliPath, startService, writeConfig } from './support/service.mjs';
+import { cliPath, setupPipeline, startService, writeConfig } from './support/service.mjs';
 import { Store } from '../../src/store/store.js';
 import { storeOptions } from '../../src/store/constants.js';
 import { StateError } from '../../src/errors.js';
@@ -73,4 +73,24 @@ describe('a single instance per data directory and address', () => {
     await again.abandon();
     await (await Store.open(storeOptions({ rootDir }))).close();
   });
+});
+
+describe('models.json missing beside model data', () => {
+  it('the service refuses to start, in one line that names the file and says how to recover', async () => {
+    const dir = path.join(tmp, 'd');
+    fs.mkdirSync(dir);
+    const { file, dataDir } = writeConfig(dir);
+    const svc = await startService(file);
+    await setupPipeline(svc.base);
+    await svc.kill('SIGTERM');
+    fs.rmSync(path.join(dataDir, 'models.json'));
+    const refused = await serveExpectingExit(file);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr.trim().split('\n')).toHaveLength(1);
+    expect(refused.stderr).toContain(path.join(dataDir, 'models.json'));
+    expect(refused.stderr).toContain('restore models.json from a backup');
+    fs.rmSync(path.join(dataDir, 'store'), { recursive: true });
+    const fresh = await startService(file);
+    await fresh.kill('SIGTERM');
+  }, 60_000);
 });
