@@ -51,8 +51,9 @@ export async function openData(config: Config): Promise<{ store: Store; registry
 
 /** What recovery cut or skipped reaches the operator's log, with the model's name and uuid. */
 function logRecoveryFindings(registry: ModelRegistry, logger: Logger): void {
+  const closed = new Set(registry.closed().map((c) => c.uuid));
   for (const model of registry.list()) {
-    if (!model.published) continue;
+    if (!model.published || closed.has(model.uuid)) continue;
     const r = registry.log(model.uuid).recovery;
     if (r.truncatedBytes === 0 && r.lostRanges.length === 0) continue;
     logger.warn(
@@ -65,6 +66,7 @@ function logRecoveryFindings(registry: ModelRegistry, logger: Logger): void {
 export async function startService(config: Config, logger: Logger): Promise<RunningService> {
   const { store, registry } = await openData(config);
   logRecoveryFindings(registry, logger.child({ module: 'store' }));
+  for (const { uuid, reason } of registry.closed()) logger.error({ module: 'store', uuid }, reason);
   let engine: ScriptEngine | undefined;
   try {
     engine = await ScriptEngine.open({

@@ -6,7 +6,7 @@
  * interleave with another call. Models are deep-frozen and replaced, never mutated, so what
  * list()/get() hand out stays consistent and cannot be changed by callers.
  */
-import { InvalidArgumentError, NotFoundError, StateError } from '../errors.js';
+import { InvalidArgumentError, NotFoundError, StateError, UnavailableError } from '../errors.js';
 import type { ModelLog, ModelSpec, Store } from '../store/index.js';
 import { existsSync } from 'node:fs';
 import { SerialQueue, mkdirDurable } from '../util/atomic-file.js';
@@ -32,6 +32,8 @@ export class ModelRegistry {
   private models: readonly DataModel[];
   private pendingDrops: readonly string[];
   private readonly logs = new Map<string, ModelLog>();
+  /** Published models whose store log refused to open (see FIELDS): the others serve. */
+  private readonly closedModels = new Map<string, string>();
   private readonly listeners = new Set<() => void>();
   private readonly queue = new SerialQueue();
 
@@ -52,7 +54,13 @@ export class ModelRegistry {
     const registry = new ModelRegistry(file, opts.store, await readModelsFile(file));
     await registry.finishPendingDrops();
     for (const model of registry.models) {
-      if (model.published) registry.logs.set(model.uuid, await opts.store.openModel(model.uuid, specOf(model)));
+      if (!model.published) continue;
+      try {
+        registry.logs.set(model.uuid, await opts.store.openModel(model.uuid, specOf(model)));
+      } catch (err) {
+        if (!(err instanceof StateError)) throw err;
+        registry.closedModels.set(model.uuid, `model ${model.name} (${model.uuid}) cannot be opened: ${err.message}`);
+      }
     }
     return registry;
   }
@@ -227,8 +235,15 @@ export class ModelRegistry {
     });
   }
 
+  /** Why each published model that could not be opened stays closed. */
+  closed(): Array<{ uuid: string; reason: string }> {
+    return [...this.closedModels].map(([uuid, reason]) => ({ uuid, reason }));
+  }
+
   log(uuid: string): ModelLog {
     const model = this.get(uuid);
+    const reason = this.closedModels.get(model.uuid);
+    if (reason !== undefined) throw new UnavailableError(reason, 60);
     const log = this.logs.get(model.uuid);
     if (!model.published || !log) throw new StateError(`model ${model.uuid} is not published`);
     return log;
@@ -279,6 +294,7 @@ export class ModelRegistry {
   /** Drops the store data of `modelId` and clears its pending mark. Safe to repeat. */
   private async dropData(modelId: string): Promise<void> {
     this.logs.delete(modelId);
+    this.closedModels.delete(modelId);
     await this.store.dropModel(modelId);
     if (this.pendingDrops.includes(modelId)) {
       await this.commit({ models: this.models, pendingDrops: this.pendingDrops.filter((id) => id !== modelId) });

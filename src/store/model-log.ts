@@ -89,7 +89,7 @@ export class ModelLog {
     this.fieldIndex = new Map(this.fields.map((f, i) => [f, i]));
     this.fullProjection = projection(this.fields, undefined);
     this.retention = c.retention;
-    const opened = openModelDirSync(c.io, c.dir, c.modelId);
+    const opened = openModelDirSync(c.io, c.dir, c.modelId, this.fields);
     this.recovery = opened.report;
     this.gen = this.newGen(opened.segments, opened.manifest, false);
     this.loadLast(this.gen);
@@ -412,7 +412,7 @@ export class ModelLog {
       await this.c.io.fsyncDir(path.dirname(this.c.dir));
     }
     if (this.gen === fresh) {
-      fresh.manifest = createModelDirSync(this.c.io, this.c.dir, fresh.segments[0]);
+      fresh.manifest = createModelDirSync(this.c.io, this.c.dir, fresh.segments[0], this.fields);
       fresh.writer.unblock();
     }
     if (trash) await this.c.io.remove(trash);

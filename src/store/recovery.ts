@@ -23,6 +23,7 @@ import {
 } from './segment.js';
 import { applyIndex, encodeIndex, indexFits, indexOf, readIndexSync } from './index-file.js';
 import { scanSegment } from './scan.js';
+import { checkFieldsSync, writeFieldsSync } from './fields-file.js';
 import { type FileIo, fsyncDirSync, writeFileAtomicSync } from './file-io.js';
 import { FRAME_BYTES_MAX, FRAME_HEADER_BYTES, checkFrame, frameBytes, u32 } from './frame.js';
 import type { RecoveryReport } from './types.js';
@@ -34,8 +35,9 @@ export interface OpenedModel {
 }
 
 /** A brand-new model directory holding `seg` (empty; its file is created and attached) and a manifest. */
-export function createModelDirSync(io: FileIo, dir: string, seg: Segment): ManifestWriter {
+export function createModelDirSync(io: FileIo, dir: string, seg: Segment, fields: readonly string[]): ManifestWriter {
   fs.mkdirSync(dir, { recursive: true });
+  writeFieldsSync(dir, fields);
   const { segNo, firstId } = seg;
   seg.file.attach(createSegmentFileSync(dir, { segNo, firstId, createdMs: seg.createdMs }));
   const manifest = ManifestWriter.createSync(io, dir, {
@@ -48,7 +50,7 @@ export function createModelDirSync(io: FileIo, dir: string, seg: Segment): Manif
   return manifest;
 }
 
-export function openModelDirSync(io: FileIo, dir: string, modelId: string): OpenedModel {
+export function openModelDirSync(io: FileIo, dir: string, modelId: string, fields: readonly string[]): OpenedModel {
   const t0 = performance.now();
   const report: RecoveryReport = {
     modelId,
@@ -61,16 +63,17 @@ export function openModelDirSync(io: FileIo, dir: string, modelId: string): Open
   };
   if (!fs.existsSync(`${dir}/${MANIFEST_FILE}`) && listSegments(dir).length === 0) {
     const seg = new Segment(1, 1, Date.now());
-    const manifest = createModelDirSync(io, dir, seg);
+    const manifest = createModelDirSync(io, dir, seg, fields);
     report.clean = true;
     return { segments: [seg], manifest, report: finish(report, t0) };
   }
+  checkFieldsSync(dir, modelId, fields);
   removeLeftovers(dir);
   const read = readManifestSync(dir);
   const m = read.manifest;
   const segNos = retireBelow(dir, listSegments(dir), m?.firstSegNo ?? 0);
   dropEmptyTail(dir, segNos, m?.checkpoint, report);
-  const segments = loadSegments(io, dir, segNos, m, report);
+  const segments = loadSegments(io, dir, segNos, m, report, fields);
   const manifest = read.manifest ? ManifestWriter.openSync(io, dir, read.seq) : ManifestWriter.createSync(io, dir, manifestOf(segments));
   if (read.manifest) manifest.writeSync(manifestOf(segments));
   reportGaps(segments, report);
@@ -165,10 +168,17 @@ function firstFrameValid(file: string, size: number): boolean {
   }
 }
 
-function loadSegments(io: FileIo, dir: string, segNos: number[], m: Manifest | undefined, report: RecoveryReport): Segment[] {
+function loadSegments(
+  io: FileIo,
+  dir: string,
+  segNos: number[],
+  m: Manifest | undefined,
+  report: RecoveryReport,
+  fields: readonly string[],
+): Segment[] {
   if (segNos.length === 0) {
     const seg = new Segment(m?.firstSegNo ?? 1, m?.firstId ?? 1, Date.now());
-    void createModelDirSync(io, dir, seg).close();
+    void createModelDirSync(io, dir, seg, fields).close();
     return [seg];
   }
   const segments: Segment[] = [];

@@ -1,0 +1,59 @@
+/**
+ * Data at rest edited outside the API: a models.json whose attributes no longer match what the store
+ * wrote never brings values back under the wrong names. That model stays closed (503 naming it and the
+ * stored attribute order), the other models serve.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { SECRET, call, payload, pushNdjson, setupPipeline, startService, writeConfig } from './support/service.mjs';
+import { Store } from '../../src/store/store.js';
+import { storeOptions } from '../../src/store/constants.js';
+import { StateError } from '../../src/errors.js';
+
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'edc-at-rest-'));
+afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
+
+describe('attribute order kept by the store', () => {
+  it('a log reopened with other fields or another order is refused; the stored order opens', async () => {
+    const rootDir = path.join(tmp, 'store');
+    let store = await Store.open(storeOptions({ rootDir }));
+    (await store.openModel('m', { fields: ['v', 's'] })).save({ v: 1, s: 2 });
+    await store.close();
+    store = await Store.open(storeOptions({ rootDir }));
+    await expect(store.openModel('m', { fields: ['s', 'v'] })).rejects.toThrow(StateError);
+    await expect(store.openModel('m', { fields: ['v', 's', 'x'] })).rejects.toThrow(/written with the attributes \[v, s\]/);
+    const log = await store.openModel('m', { fields: ['v', 's'] });
+    expect(log.latest()).toMatchObject({ v: 1, s: 2 });
+    await store.close();
+  });
+
+  it('a reordered models.json closes that model with a 503 naming it; the other model serves', async () => {
+    const { file, dataDir } = writeConfig(tmp);
+    let svc = await startService(file);
+    const a = await setupPipeline(svc.base, 'a');
+    const b = await setupPipeline(svc.base, 'b');
+    for (const p of [a, b]) expect((await pushNdjson(svc.base, p, [payload(7, 1, 0, 3)])).status).toBe(200);
+    await svc.kill('SIGTERM');
+    const modelsFile = path.join(dataDir, 'models.json');
+    const state = JSON.parse(fs.readFileSync(modelsFile, 'utf8'));
+    const edited = state.models.find((m: { uuid: string }) => m.uuid === a.model);
+    edited.attributes.reverse();
+    fs.writeFileSync(modelsFile, JSON.stringify(state));
+    svc = await startService(file);
+    try {
+      const read = (model: string) => call(svc.base, `/api/v1/datacenter/queryLastData?uuid=${model}&secrets=${SECRET}`, { token: null });
+      const closed = await read(a.model);
+      expect(closed.status).toBe(503);
+      expect(closed.body.msg).toContain(a.model);
+      expect(closed.body.msg).toContain('written with the attributes [temp, resistivity, conductivity, dissolved_oxygen, ph_value]');
+      const open = await read(b.model);
+      expect(open.status).toBe(200);
+      expect(open.body.data).toMatchObject({ temp: 7, resistivity: 1, ph_value: 3 });
+      expect(svc.log.some((l) => l.includes('cannot be opened'))).toBe(true);
+    } finally {
+      await svc.kill('SIGTERM');
+    }
+  }, 60_000);
+});
