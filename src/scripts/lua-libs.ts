@@ -7,7 +7,6 @@
  * (payload, rule). `json:J2T` and `rds:*` are raw C functions (lua-bridge.ts, one crossing each);
  * the functions here are the generic path for the rest, and for records the fast path declines.
  */
-import { LuaMultiReturn } from 'wasmoon';
 
 /** Status codes `__invoke` returns to JS. */
 export const INVOKE_OK = 0;
@@ -33,11 +32,6 @@ function utcTime(d: Date): string {
   return `${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())} ${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())}`;
 }
 
-/** RHILEX encodes an empty table as `[]`; wasmoon hands an empty Lua table over as `{}`. */
-function emptyObjectsAsArrays(_key: string, value: unknown): unknown {
-  if (value !== null && typeof value === 'object' && !Array.isArray(value) && Object.keys(value).length === 0) return [];
-  return value;
-}
 
 /** `(k1, v1, k2, v2, …)` of the generic `rds` path as the record object the fast path builds. */
 function pairsToRecord(keyValues: unknown[]): Record<string, unknown> {
@@ -50,14 +44,6 @@ function pairsToRecord(keyValues: unknown[]): Record<string, unknown> {
 export function hostFunctions(host: LibHost, timeoutMessage: string): Record<string, unknown> {
   return {
     timeoutMessage,
-    t2j(value: unknown): unknown {
-      try {
-        if (typeof value === 'function') return LuaMultiReturn.of(undefined, 'cannot encode a function to JSON');
-        return JSON.stringify(value ?? null, emptyObjectsAsArrays);
-      } catch {
-        return LuaMultiReturn.of(undefined, 'cannot encode recursively nested tables to JSON');
-      }
-    },
     time: () => utcTime(new Date()),
     timeMs: () => {
       const d = new Date();
@@ -81,7 +67,7 @@ local host = __host
 local j2t, save_fast, update_fast = __j2t, __save, __update
 __host, __j2t, __save, __update = nil, nil, nil, nil
 local TIMEOUT = host.timeoutMessage
-local t2j, save, update_last, debug_log = host.t2j, host.save, host.updateLast, host.debug
+local save, update_last, debug_log = host.save, host.updateLast, host.debug
 local h_time, h_time_ms, h_ts_unix, h_ts_unix_nano = host.time, host.timeMs, host.tsUnix, host.tsUnixNano
 local rawload, rawpcall, rawxpcall, rawerror = load, pcall, xpcall, error
 local next, type, tostring, select, unpack, find, concat = next, type, tostring, select, table.unpack, string.find, table.concat
@@ -133,6 +119,8 @@ local base = {
 
 -- fast(uuid, t) answers false (stored), an error string, or true when a key or value is not a
 -- string/number/boolean: the generic path then copies the table as (k1, v1, k2, v2, ...).
+-- Only scalars cross to JS here: wasmoon converts a table argument recursively without checking the Lua
+-- stack, and a nested table from a device payload would write past it into the wasm heap.
 local function record_call(fast, fn, uuid, t)
   if type(t) ~= 'table' then return 'missing table fields' end
   local r = fast(uuid, t)
@@ -140,11 +128,72 @@ local function record_call(fast, fn, uuid, t)
   if r ~= true then return r end
   local buf, n = {}, 0
   for k, v in next, t do
+    local tk, tv = type(k), type(v)
+    if tk ~= 'string' and tk ~= 'number' then return 'attribute names must be strings, got ' .. tk end
+    if tv ~= 'string' and tv ~= 'number' and tv ~= 'boolean' then
+      return "attribute '" .. tostring(k) .. "' expects a string, number or boolean, got " .. tv
+    end
     buf[n + 1] = k
     buf[n + 2] = v
     n = n + 2
   end
   return fn(uuid, unpack(buf, 1, n))
+end
+
+-- json:T2J in Lua, so no table ever goes through wasmoon's unchecked recursive conversion. Arrays are
+-- tables with keys 1..n only; an empty table is [] (as RHILEX encodes it). Nesting is capped like J2T's.
+local T2J_DEPTH_MAX = 200
+local json_escapes = { ['"'] = '\\"', ['\\'] = '\\\\', ['\b'] = '\\b', ['\f'] = '\\f', ['\n'] = '\\n', ['\r'] = '\\r', ['\t'] = '\\t' }
+local function json_escape(c) return json_escapes[c] or string.format('\\u%04x', c:byte()) end
+local mtype, sformat, huge = math.type, string.format, math.huge
+local function encode(v, depth, out)
+  local tv = type(v)
+  if tv == 'nil' then out[#out + 1] = 'null'
+  elseif tv == 'boolean' then out[#out + 1] = tostring(v)
+  elseif tv == 'number' then
+    if mtype(v) == 'integer' then out[#out + 1] = tostring(v)
+    elseif v ~= v or v == huge or v == -huge then out[#out + 1] = 'null'
+    else
+      local s = sformat('%.15g', v)
+      if tonumber(s) ~= v then s = sformat('%.17g', v) end
+      out[#out + 1] = s
+    end
+  elseif tv == 'string' then out[#out + 1] = '"' .. v:gsub('[%z\1-\31"\\]', json_escape) .. '"'
+  elseif tv == 'table' then
+    if depth >= T2J_DEPTH_MAX then rawerror('tables nested deeper than ' .. T2J_DEPTH_MAX .. ' levels', 0) end
+    local n, count = #v, 0
+    for _ in next, v do count = count + 1 end
+    if count == n then
+      out[#out + 1] = '['
+      for i = 1, n do
+        if i > 1 then out[#out + 1] = ',' end
+        encode(v[i], depth + 1, out)
+      end
+      out[#out + 1] = ']'
+    else
+      out[#out + 1] = '{'
+      local first = true
+      for k, item in next, v do
+        local tk = type(k)
+        if tk ~= 'string' and tk ~= 'number' then rawerror('cannot encode a ' .. tk .. ' key to JSON', 0) end
+        if not first then out[#out + 1] = ',' end
+        first = false
+        encode(tostring(k), depth + 1, out)
+        out[#out + 1] = ':'
+        encode(item, depth + 1, out)
+      end
+      out[#out + 1] = '}'
+    end
+  else rawerror('cannot encode a ' .. tv .. ' to JSON', 0) end
+end
+local function table_to_json(v)
+  local out = {}
+  local ok, err = rawpcall(encode, v, 0, out)
+  if not ok then
+    if is_timeout(err) then rawerror(TIMEOUT, 0) end
+    return nil, tostring(err)
+  end
+  return concat(out)
 end
 
 local libs = {
@@ -155,7 +204,7 @@ local libs = {
       if ts ~= 'string' and ts ~= 'number' then rawerror("bad argument #1 to 'J2T' (string expected, got " .. ts .. ')', 2) end
       return j2t(tostring(s))
     end,
-    T2J = function(_, v) return t2j(v) end,
+    T2J = function(_, v) return table_to_json(v) end,
   },
   time = {
     Time = function() return h_time() end,

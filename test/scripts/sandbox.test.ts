@@ -97,14 +97,14 @@ describe('LuaSandbox', () => {
     expect(host.lines).toEqual(['1 integer float nil 3 nil 3 a 0 v', 'err Expected double-quoted property name in JSON at position 7']);
   });
 
-  it('rds takes records with string keys and scalar values on the fast path, and anything else on the generic one', async () => {
+  it('rds takes records with string keys and scalar values on the fast path, numeric keys on the generic one, and refuses tables', async () => {
     const host = recordingHost();
     const sandbox = await LuaSandbox.create({ timeoutMs: 200, memoryMb: 16 }, host);
     const rule = sandbox.compile(
       scripts(`Actions = { function(args)
         Debug(select('#', rds:Save("M", { a = 1.5, b = "x", c = true })))
         Debug(select('#', rds:Save("M", { [1] = 2 })))
-        Debug(select('#', rds:Save("M", { t = { 1 } })))
+        Debug(rds:Save("M", { t = { 1 } }))
         Debug(rds:Save("M", 5))
         rds:UpdateLast(7, { z = false })
         return true, args
@@ -112,14 +112,71 @@ describe('LuaSandbox', () => {
     );
     if (!rule.ok) throw new Error(rule.error);
     expect(sandbox.invoke(rule.envRef, 'x')).toEqual({ status: INVOKE_OK });
-    expect(host.lines).toEqual(['0', '0', '0', 'missing table fields']);
+    expect(host.lines).toEqual(['0', '0', "attribute 't' expects a string, number or boolean, got table", 'missing table fields']);
     const sorted = host.saved.map(([uuid, ...kv]) => [uuid, Object.fromEntries(Array.from({ length: kv.length / 2 }, (_, i) => [kv[2 * i], kv[2 * i + 1]]))]);
     expect(sorted).toEqual([
       ['M', { a: 1.5, b: 'x', c: true }],
       ['M', { 1: 2 }],
-      ['M', { t: [1] }],
       [7, { z: false }],
     ]);
+  });
+
+  it('a device payload nested 30 deep, stored or re-encoded, leaves the engine sound for every later call', async () => {
+    const host = recordingHost();
+    const sandbox = await LuaSandbox.create({ timeoutMs: 2000, memoryMb: 16 }, host);
+    const sample = sandbox.compile(
+      scripts(`Actions = { function(args)
+        local t = json:J2T(args)
+        local row = {}
+        for _, r in ipairs(t) do row[r.tag] = r.value end
+        local err = rds:Save("M", { resistivity = row.resistivity })
+        if err ~= nil then Debug(err) end
+        local s, e = json:T2J(t)
+        Debug(s and #s or e)
+        return true, args
+      end }`),
+    );
+    if (!sample.ok) throw new Error(sample.error);
+    const deep = `[{"tag":"resistivity","value":${'['.repeat(30)}1${']'.repeat(30)}}]`;
+    expect(sandbox.invoke(sample.envRef, deep).status).toBe(INVOKE_OK);
+    expect(host.lines[0]).toBe("attribute 'resistivity' expects a string, number or boolean, got table");
+    expect(Number(host.lines[1])).toBe(deep.length);
+    const builder = sandbox.compile(
+      scripts('Actions = { function(a) local t = 1; for i = 1, 50000 do t = { t } end; local s, e = json:T2J(t); Debug(tostring(s), e); return true, a end }'),
+    );
+    if (!builder.ok) throw new Error(builder.error);
+    expect(sandbox.invoke(builder.envRef, 'x').status).toBe(INVOKE_OK);
+    expect(host.lines[2]).toBe('nil tables nested deeper than 200 levels');
+    for (let i = 0; i < 200; i++) {
+      expect(sandbox.invoke(sample.envRef, `[{"tag":"resistivity","value":${i}}]`).status).toBe(INVOKE_OK);
+    }
+    expect(host.saved.slice(-1)).toEqual([['M', 'resistivity', 199]]);
+    const other = sandbox.compile(scripts('Actions = { function(a) return true, rds:Save("N", { v = 1 }) end }'));
+    if (!other.ok) throw new Error(other.error);
+    expect(sandbox.invoke(other.envRef, 'x').status).toBe(INVOKE_OK);
+  });
+
+  it('json:T2J encodes like JSON.stringify: scalars, escapes, arrays, objects, empty tables as []', async () => {
+    const host = recordingHost();
+    const sandbox = await LuaSandbox.create({ timeoutMs: 200, memoryMb: 16 }, host);
+    const rule = sandbox.compile(
+      scripts(String.raw`Actions = { function(args)
+        Debug(json:T2J({ 1, 2.5, 0.1, -3, 1e300, "a\"b\\c\n\1", true, false }))
+        Debug(json:T2J({ k = { x = 1 } }))
+        Debug(json:T2J({}))
+        Debug(json:T2J(nil))
+        Debug(json:T2J(0/0))
+        local s, e = json:T2J({ f = print })
+        Debug(tostring(s), e)
+        return true, args
+      end }`),
+    );
+    if (!rule.ok) throw new Error(rule.error);
+    expect(sandbox.invoke(rule.envRef, 'x').status).toBe(INVOKE_OK);
+    expect(JSON.parse(host.lines[0])).toEqual([1, 2.5, 0.1, -3, 1e300, 'a"b\\c\n\u0001', true, false]);
+    expect(host.lines[0]).toBe(JSON.stringify([1, 2.5, 0.1, -3, 1e300, 'a"b\\c\n\u0001', true, false]));
+    expect(host.lines.slice(1, 5)).toEqual(['{"k":{"x":1}}', '[]', 'null', 'null']);
+    expect(host.lines[5]).toBe('nil cannot encode a function to JSON');
   });
 
   it('survives a JSON payload nested 300,000 deep (wasmoon overflowed the Lua stack and trapped)', async () => {
