@@ -66,7 +66,8 @@ export interface EngineApi {
   updateInend(body: any): Awaitable<unknown>;
   deleteInend(uuid: string): Awaitable<unknown>;
   /** true when the token is the input's push token. May also throw an EdgeError (401/404). */
-  authenticatePush(inendUuid: string, token: string): Awaitable<boolean | void>;
+  /** Throws AuthError (wrong token) or NotFoundError (no such input); synchronous, so it runs before the body is read. */
+  authenticatePush(inendUuid: string, token: string): void;
   push(inendUuid: string, payloads: string[]): Promise<PushResult>;
   /** Payloads waiting for the input (metrics); optional. */
   queueDepth?(inendUuid: string): number;

@@ -2,7 +2,7 @@
  * Inputs ("inends"), the push endpoint, and rules (contract section 7). Management calls need the admin
  * token; a push needs the input's own push token. Without a script engine every route answers 503.
  */
-import { AuthError, InvalidArgumentError, UnavailableError } from '../errors.js';
+import { AuthError, InvalidArgumentError, NotFoundError, UnavailableError } from '../errors.js';
 import { bearerToken, type FailureLimiter } from './auth.js';
 import type { EngineApi } from './deps.js';
 import { required } from './params.js';
@@ -59,28 +59,27 @@ export function addScriptRoutes(router: Router, engine: EngineApi | undefined, g
   add({
     method: 'POST',
     path: '/inends/push',
+    // The token is checked here, before the body is read: a wrong-token body costs nothing, and each
+    // failure is counted at once, so concurrent bad requests meet the throttle. An unknown input answers
+    // like a wrong token, so input ids cannot be probed.
     guard: (ctx) => {
       limiter?.guard(ctx);
-      if (bearerToken(ctx) === undefined) {
+      const token = bearerToken(ctx);
+      if (token === undefined) {
         throw new AuthError("missing push token: send the header Authorization: Bearer <the input's token>");
+      }
+      const uuid = required(ctx.query, 'uuid');
+      try {
+        need().authenticatePush(uuid, token);
+      } catch (err) {
+        if (!(err instanceof AuthError || err instanceof NotFoundError)) throw err;
+        limiter?.failed(ctx);
+        throw new AuthError(`wrong push token for input ${uuid} (or no such input)`);
       }
     },
     handler: async (ctx) => {
       const e = need();
       const uuid = required(ctx.query, 'uuid');
-      // The address is read now, while the response is certainly open.
-      const who = { remoteAddress: ctx.remoteAddress };
-      let ok: boolean | void;
-      try {
-        ok = await e.authenticatePush(uuid, bearerToken(ctx) ?? '');
-      } catch (err) {
-        if (err instanceof AuthError) limiter?.failed(who);
-        throw err;
-      }
-      if (ok === false) {
-        limiter?.failed(who);
-        throw new AuthError('wrong push token');
-      }
       const payloads = pushPayloads(ctx);
       const result = await e.push(uuid, payloads);
       if (result.storeReadOnly !== undefined) {

@@ -4,6 +4,7 @@
  * while correct clients on another address keep getting 200. All clients are on loopback: 127.0.0.2 is
  * "another address" (Linux routes all of 127/8 to lo).
  */
+import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SecretSet } from '../../src/http/auth.js';
 import { AuthThrottle } from '../../src/http/throttle.js';
@@ -126,5 +127,45 @@ describe('throttling over HTTP', () => {
     expect(m.text).toMatch(/^edge_http_auth_failures_total 1[0-9]$/m);
     expect(m.text).toMatch(/^edge_http_auth_throttled_total [3-9]$/m);
     expect(m.text).toMatch(/^edge_http_auth_throttle_addresses 2$/m);
+  });
+});
+
+describe('push tokens are checked before the body is read', () => {
+  let svc: Service;
+  let inend: string;
+  beforeAll(async () => {
+    svc = await startService({ logLevel: 'silent' });
+    const created = await raw(svc.port, {
+      method: 'POST',
+      path: '/api/v1/inends/create',
+      headers: { ...bearer(ADMIN), 'Content-Type': 'application/json' },
+      body: JSON.stringify({ name: 'plc', type: 'HTTP', description: '' }),
+    });
+    inend = created.body.data.uuid;
+  }, 30_000);
+  afterAll(async () => svc?.close());
+
+  /** Sends the headers of a 4 MiB push and 10 bytes of its body; resolves with the status line. */
+  function pushHeadersOnly(path: string, token: string): Promise<string> {
+    return new Promise((resolve, reject) => {
+      const socket = net.connect(svc.port, '127.0.0.1', () => {
+        socket.write(`POST ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Length: ${4 * 1024 * 1024}\r\n\r\n0123456789`);
+      });
+      const timer = setTimeout(() => {
+        socket.destroy();
+        reject(new Error('no answer while the body was incomplete'));
+      }, 5000);
+      socket.once('data', (d: Buffer) => {
+        clearTimeout(timer);
+        socket.destroy();
+        resolve(d.toString('latin1').split('\r\n')[0]);
+      });
+      socket.once('error', reject);
+    });
+  }
+
+  it('a wrong token and an unknown input are answered 401 at once, without waiting for the body', async () => {
+    expect(await pushHeadersOnly(`/api/v1/inends/push?uuid=${inend}`, 'not-a-token')).toBe('HTTP/1.1 401 Unauthorized');
+    expect(await pushHeadersOnly('/api/v1/inends/push?uuid=INEND22222222', 'not-a-token')).toBe('HTTP/1.1 401 Unauthorized');
   });
 });
