@@ -9,7 +9,7 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config/types.js';
 import type { DataModel } from '../models/types.js';
-import type { ExportRange, ModelLogStats, PageQuery, PageResult, RecordView } from '../store/types.js';
+import type { ExportRange, ModelLogStats, PageQuery, PageResult, RecordView, RecoveryFindings } from '../store/types.js';
 
 export type Awaitable<T> = T | Promise<T>;
 
@@ -20,6 +20,8 @@ export interface LogApi {
   iterate(range?: ExportRange): AsyncIterableIterator<RecordView>;
   clear(): Promise<void>;
   stats(): ModelLogStats;
+  findings(): RecoveryFindings | undefined;
+  acknowledgeFindings(): Promise<void>;
 }
 
 export interface RegistryApi {

@@ -199,6 +199,16 @@ export function createMetrics(src: MetricsSources): Metrics {
   storeGauge('edge_store_bytes', 'Bytes of segment files per published model.', (s) => s.bytes);
   storeGauge('edge_store_segments', 'Segment files per published model.', (s) => s.segments);
   storeGauge('edge_store_pending_sync_bytes', 'Bytes accepted but not yet covered by an fdatasync.', (s) => s.pendingSyncBytes);
+  storeGauge(
+    'edge_store_recovery_truncated_bytes',
+    'Bytes of torn or unsynced tails cut at open, not yet acknowledged (POST /api/v1/schema/recovery/ack).',
+    (s) => s.recoveryTruncatedBytes,
+  );
+  storeGauge(
+    'edge_store_recovery_lost_ids',
+    'Ids lost to corruption (found at open or by a read), not yet acknowledged (POST /api/v1/schema/recovery/ack).',
+    (s) => s.recoveryLostIds,
+  );
   new Gauge({
     name: 'edge_store_state',
     help: 'Store state per published model: 1 for the current state (ok, read-only), 0 for the others.',

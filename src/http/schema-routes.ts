@@ -3,7 +3,8 @@
  * behind the admin token. Creates return `data.uuid` plus the object; actions without a result return
  * `[]` as RHILEX does.
  */
-import type { RegistryApi } from './deps.js';
+import type { LogApi, RegistryApi } from './deps.js';
+import type { RecoveryFindings } from '../store/types.js';
 import { modelView, withUuid } from './format.js';
 import { boolean, integer, optional, pageSize, required } from './params.js';
 import { InvalidArgumentError } from '../errors.js';
@@ -44,7 +45,23 @@ export function addSchemaRoutes(router: Router, registry: RegistryApi, guard: Gu
     },
   });
   add({ method: 'GET', path: '/schema/list', handler: () => registry.list().map(modelView) });
-  add({ method: 'GET', path: '/schema/detail', handler: (ctx) => modelView(registry.get(required(ctx.query, 'uuid'))) });
+  add({
+    method: 'GET',
+    path: '/schema/detail',
+    handler: (ctx) => {
+      const model = registry.get(required(ctx.query, 'uuid'));
+      const recovery = model.published ? openLog(registry, model.uuid)?.findings() : undefined;
+      return recovery === undefined ? modelView(model) : { ...modelView(model), recovery: recoveryView(recovery) };
+    },
+  });
+  add({
+    method: 'POST',
+    path: '/schema/recovery/ack',
+    handler: async (ctx) => {
+      await registry.log(required(ctx.query, 'uuid')).acknowledgeFindings();
+      return [];
+    },
+  });
   add({
     method: 'POST',
     path: '/schema/publish',
@@ -125,4 +142,23 @@ export function addSchemaRoutes(router: Router, registry: RegistryApi, guard: Gu
       return added ?? [];
     },
   });
+}
+
+/** The model's log, or undefined while it cannot be opened (its detail still answers). */
+function openLog(registry: RegistryApi, uuid: string): LogApi | undefined {
+  try {
+    return registry.log(uuid);
+  } catch {
+    return undefined;
+  }
+}
+
+function recoveryView(f: RecoveryFindings): Record<string, unknown> {
+  return {
+    truncatedBytes: f.truncatedBytes,
+    lostIds: f.lostIds,
+    lostRanges: f.lostRanges,
+    since: new Date(f.sinceMs).toISOString(),
+    acknowledge: 'POST /api/v1/schema/recovery/ack?uuid=<model uuid>',
+  };
 }

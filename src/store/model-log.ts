@@ -14,8 +14,9 @@ import { addLostRange, createModelDirSync, manifestOf, openModelDirSync } from '
 import { readRange, decodeValues, projection, toView, type Projection } from './reader.js';
 import { applyRetention, totalBytes } from './retention.js';
 import { writeIndex } from './index-file.js';
-import type { FileIo } from './file-io.js';
 import { SerialQueue } from '../util/atomic-file.js';
+import { type FileIo, writeFileAtomicSync } from './file-io.js';
+import { FINDINGS_FILE, encodeFindings, mergeFindings, readFindingsSync } from './findings.js';
 import {
   CHECKPOINT_INTERVAL_MS,
   ITERATE_CHUNK_RECORDS,
@@ -33,6 +34,7 @@ import type {
   PageQuery,
   PageResult,
   RecordView,
+  RecoveryFindings,
   RecoveryReport,
   RetentionLimits,
   StoreOptions,
@@ -81,7 +83,16 @@ export class ModelLog {
   private retentionRun: Promise<void> | undefined;
   private readonly clears = new SerialQueue();
   private closed = false;
-  private readonly onLost = (fromId: number, toId: number): void => addLostRange(this.recovery.lostRanges, fromId, toId);
+  /** Unacknowledged losses (see findings.ts); written to FINDINGS one at a time. */
+  private found: RecoveryFindings | undefined;
+  private readonly findingWrites = new SerialQueue();
+  private readonly onLost = (fromId: number, toId: number): void => {
+    addLostRange(this.recovery.lostRanges, fromId, toId);
+    const next = mergeFindings(this.found, { truncatedBytes: 0, lostRanges: [{ fromId, toId }] }, Date.now());
+    if (next?.lostIds === this.found?.lostIds) return;
+    this.found = next;
+    void this.findingWrites.run(() => this.writeFindings()).catch(() => {});
+  };
 
   private constructor(private readonly c: ModelLogConfig) {
     this.modelId = c.modelId;
@@ -91,6 +102,10 @@ export class ModelLog {
     this.retention = c.retention;
     const opened = openModelDirSync(c.io, c.dir, c.modelId, this.fields);
     this.recovery = opened.report;
+    this.found = mergeFindings(readFindingsSync(c.dir), opened.report, Date.now());
+    if (opened.report.truncatedBytes > 0 || opened.report.lostRanges.length > 0) {
+      writeFileAtomicSync(c.dir, FINDINGS_FILE, encodeFindings(this.found as RecoveryFindings));
+    }
     this.gen = this.newGen(opened.segments, opened.manifest, false);
     this.loadLast(this.gen);
     this.timers.push(setInterval(() => void this.checkpoint().catch(() => {}), CHECKPOINT_INTERVAL_MS));
@@ -195,10 +210,23 @@ export class ModelLog {
   /** The swap happens now; the old generation's files are retired in the background, one clear at a time. */
   clear(): Promise<void> {
     if (this.closed) return Promise.reject(new UnavailableError(`model ${this.modelId} is closed`));
+    // The data the findings were about is gone with the old directory.
+    this.found = undefined;
     const old = this.gen;
     const fresh = this.newGen([new Segment(1, 1, Date.now())], undefined, true);
     this.gen = fresh;
     return this.clears.run(() => this.clearNow(old, fresh));
+  }
+
+  /** Losses found at open or by reads that nobody has acknowledged; undefined when there are none. */
+  findings(): RecoveryFindings | undefined {
+    return this.found;
+  }
+
+  /** The operator has seen the findings: forget them (also on disk). */
+  acknowledgeFindings(): Promise<void> {
+    this.found = undefined;
+    return this.findingWrites.run(() => this.writeFindings());
   }
 
   setRetention(limits: RetentionLimits): void {
@@ -224,6 +252,8 @@ export class ModelLog {
       segments: g.segments.length,
       bytes: totalBytes(g.segments),
       pendingSyncBytes: w.pendingSyncBytes,
+      recoveryTruncatedBytes: this.found?.truncatedBytes ?? 0,
+      recoveryLostIds: this.found?.lostIds ?? 0,
       fsync: this.fsyncLatency.snapshot(),
       ...(w.lastError !== undefined ? { lastError: w.lastError } : {}),
     };
@@ -388,6 +418,12 @@ export class ModelLog {
     if (g.writer.state !== 'ok' || !g.manifest) return;
     await g.writer.requestSync();
     await g.manifest.write(() => manifestOf(g.segments));
+  }
+
+  private async writeFindings(): Promise<void> {
+    const file = `${this.c.dir}/${FINDINGS_FILE}`;
+    if (this.found === undefined) await this.c.io.remove(file);
+    else await this.c.io.replaceFile(file, encodeFindings(this.found));
   }
 
   private async retentionNow(nowMs: number): Promise<void> {

@@ -80,6 +80,18 @@ export interface RecoveryReport {
   durationMs: number;
 }
 
+/** Losses nobody has acknowledged yet (ModelLog.findings), kept across restarts in the model's FINDINGS. */
+export interface RecoveryFindings {
+  /** Bytes of torn or unsynced tails cut at open, summed over the opens since the last acknowledgement. */
+  truncatedBytes: number;
+  /** Id ranges lost to corruption, inclusive. */
+  lostRanges: Array<{ fromId: number; toId: number }>;
+  /** Ids in `lostRanges`. */
+  lostIds: number;
+  /** When the oldest unacknowledged finding was made (ms since the epoch). */
+  sinceMs: number;
+}
+
 export interface ModelLogStats {
   state: ModelLogState;
   total: number;
@@ -89,6 +101,9 @@ export interface ModelLogStats {
   bytes: number;
   /** Writes accepted but not yet covered by an fdatasync. */
   pendingSyncBytes: number;
+  /** Unacknowledged findings (see RecoveryFindings): bytes of tails cut, ids lost. */
+  recoveryTruncatedBytes: number;
+  recoveryLostIds: number;
   lastError?: string;
   /** Durations of the fdatasyncs of segment files since the model was opened (see latency.ts). */
   fsync?: LatencySnapshot;
