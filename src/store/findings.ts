@@ -4,11 +4,13 @@
  * them: the next open is usually clean and would report nothing. Acknowledging removes the file.
  */
 import fs from 'node:fs';
+import { type FileIo, writeFileAtomicSync } from './file-io.js';
+import { SerialQueue } from '../util/atomic-file.js';
 import type { RecoveryFindings, RecoveryReport } from './types.js';
 
-export const FINDINGS_FILE = 'FINDINGS';
+const FINDINGS_FILE = 'FINDINGS';
 
-export function readFindingsSync(dir: string): RecoveryFindings | undefined {
+function readFindingsSync(dir: string): RecoveryFindings | undefined {
   try {
     const f = JSON.parse(fs.readFileSync(`${dir}/${FINDINGS_FILE}`, 'utf8')) as RecoveryFindings;
     return Number.isSafeInteger(f.truncatedBytes) && Array.isArray(f.lostRanges) ? f : undefined;
@@ -18,7 +20,7 @@ export function readFindingsSync(dir: string): RecoveryFindings | undefined {
 }
 
 /** `prev` plus what `found` adds; undefined when there is nothing to report. */
-export function mergeFindings(
+function mergeFindings(
   prev: RecoveryFindings | undefined,
   found: Pick<RecoveryReport, 'truncatedBytes' | 'lostRanges'>,
   nowMs: number,
@@ -37,6 +39,53 @@ export function mergeFindings(
   };
 }
 
-export function encodeFindings(f: RecoveryFindings): Buffer {
+function encodeFindings(f: RecoveryFindings): Buffer {
   return Buffer.from(`${JSON.stringify(f)}\n`);
+}
+
+/** One model's findings: loaded and extended at open, grown by reads, written one change at a time. */
+export class FindingsBook {
+  private found: RecoveryFindings | undefined;
+  private readonly writes = new SerialQueue();
+
+  constructor(
+    private readonly io: FileIo,
+    private readonly dir: string,
+    report: RecoveryReport,
+  ) {
+    this.found = mergeFindings(readFindingsSync(dir), report, Date.now());
+    if (report.truncatedBytes > 0 || report.lostRanges.length > 0) {
+      writeFileAtomicSync(dir, FINDINGS_FILE, encodeFindings(this.found as RecoveryFindings));
+    }
+  }
+
+  get(): RecoveryFindings | undefined {
+    return this.found;
+  }
+
+  /** A read found ids [fromId, toId] lost; written only when it is news. */
+  lost(fromId: number, toId: number): void {
+    const next = mergeFindings(this.found, { truncatedBytes: 0, lostRanges: [{ fromId, toId }] }, Date.now());
+    if (next?.lostIds === this.found?.lostIds) return;
+    this.found = next;
+    void this.write().catch(() => {});
+  }
+
+  acknowledge(): Promise<void> {
+    this.found = undefined;
+    return this.write();
+  }
+
+  /** clear(): the data the findings were about is gone with the old directory (the file went with it). */
+  forget(): void {
+    this.found = undefined;
+  }
+
+  private write(): Promise<void> {
+    return this.writes.run(async () => {
+      const file = `${this.dir}/${FINDINGS_FILE}`;
+      if (this.found === undefined) await this.io.remove(file);
+      else await this.io.replaceFile(file, encodeFindings(this.found));
+    });
+  }
 }

@@ -15,8 +15,8 @@ import { readRange, decodeValues, projection, toView, type Projection } from './
 import { applyRetention, totalBytes } from './retention.js';
 import { writeIndex } from './index-file.js';
 import { SerialQueue } from '../util/atomic-file.js';
-import { type FileIo, writeFileAtomicSync } from './file-io.js';
-import { FINDINGS_FILE, encodeFindings, mergeFindings, readFindingsSync } from './findings.js';
+import type { FileIo } from './file-io.js';
+import { FindingsBook } from './findings.js';
 import {
   CHECKPOINT_INTERVAL_MS,
   ITERATE_CHUNK_RECORDS,
@@ -83,15 +83,10 @@ export class ModelLog {
   private retentionRun: Promise<void> | undefined;
   private readonly clears = new SerialQueue();
   private closed = false;
-  /** Unacknowledged losses (see findings.ts); written to FINDINGS one at a time. */
-  private found: RecoveryFindings | undefined;
-  private readonly findingWrites = new SerialQueue();
+  private readonly findingsBook: FindingsBook;
   private readonly onLost = (fromId: number, toId: number): void => {
     addLostRange(this.recovery.lostRanges, fromId, toId);
-    const next = mergeFindings(this.found, { truncatedBytes: 0, lostRanges: [{ fromId, toId }] }, Date.now());
-    if (next?.lostIds === this.found?.lostIds) return;
-    this.found = next;
-    void this.findingWrites.run(() => this.writeFindings()).catch(() => {});
+    this.findingsBook.lost(fromId, toId);
   };
 
   private constructor(private readonly c: ModelLogConfig) {
@@ -102,10 +97,7 @@ export class ModelLog {
     this.retention = c.retention;
     const opened = openModelDirSync(c.io, c.dir, c.modelId, this.fields);
     this.recovery = opened.report;
-    this.found = mergeFindings(readFindingsSync(c.dir), opened.report, Date.now());
-    if (opened.report.truncatedBytes > 0 || opened.report.lostRanges.length > 0) {
-      writeFileAtomicSync(c.dir, FINDINGS_FILE, encodeFindings(this.found as RecoveryFindings));
-    }
+    this.findingsBook = new FindingsBook(c.io, c.dir, opened.report);
     this.gen = this.newGen(opened.segments, opened.manifest, false);
     this.loadLast(this.gen);
     this.timers.push(setInterval(() => void this.checkpoint().catch(() => {}), CHECKPOINT_INTERVAL_MS));
@@ -210,8 +202,7 @@ export class ModelLog {
   /** The swap happens now; the old generation's files are retired in the background, one clear at a time. */
   clear(): Promise<void> {
     if (this.closed) return Promise.reject(new UnavailableError(`model ${this.modelId} is closed`));
-    // The data the findings were about is gone with the old directory.
-    this.found = undefined;
+    this.findingsBook.forget();
     const old = this.gen;
     const fresh = this.newGen([new Segment(1, 1, Date.now())], undefined, true);
     this.gen = fresh;
@@ -220,13 +211,12 @@ export class ModelLog {
 
   /** Losses found at open or by reads that nobody has acknowledged; undefined when there are none. */
   findings(): RecoveryFindings | undefined {
-    return this.found;
+    return this.findingsBook.get();
   }
 
   /** The operator has seen the findings: forget them (also on disk). */
   acknowledgeFindings(): Promise<void> {
-    this.found = undefined;
-    return this.findingWrites.run(() => this.writeFindings());
+    return this.findingsBook.acknowledge();
   }
 
   setRetention(limits: RetentionLimits): void {
@@ -252,8 +242,8 @@ export class ModelLog {
       segments: g.segments.length,
       bytes: totalBytes(g.segments),
       pendingSyncBytes: w.pendingSyncBytes,
-      recoveryTruncatedBytes: this.found?.truncatedBytes ?? 0,
-      recoveryLostIds: this.found?.lostIds ?? 0,
+      recoveryTruncatedBytes: this.findingsBook.get()?.truncatedBytes ?? 0,
+      recoveryLostIds: this.findingsBook.get()?.lostIds ?? 0,
       fsync: this.fsyncLatency.snapshot(),
       ...(w.lastError !== undefined ? { lastError: w.lastError } : {}),
     };
@@ -418,12 +408,6 @@ export class ModelLog {
     if (g.writer.state !== 'ok' || !g.manifest) return;
     await g.writer.requestSync();
     await g.manifest.write(() => manifestOf(g.segments));
-  }
-
-  private async writeFindings(): Promise<void> {
-    const file = `${this.c.dir}/${FINDINGS_FILE}`;
-    if (this.found === undefined) await this.c.io.remove(file);
-    else await this.c.io.replaceFile(file, encodeFindings(this.found));
   }
 
   private async retentionNow(nowMs: number): Promise<void> {
