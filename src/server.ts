@@ -34,12 +34,14 @@ export function storeOptionsOf(config: Config): StoreOptions {
       maxBytes: s.retentionMaxBytes,
       maxAgeMs: s.retentionMaxAgeHours * HOUR_MS,
     },
+    clockJumpMaxMs: s.clockJumpMaxS * 1000,
   };
 }
 
 /** Opens the store and the model registry (also used by the `export` CLI command). */
-export async function openData(config: Config): Promise<{ store: Store; registry: ModelRegistry }> {
-  const store = await Store.open(storeOptionsOf(config));
+export async function openData(config: Config, logger?: Logger): Promise<{ store: Store; registry: ModelRegistry }> {
+  const storeLog = logger?.child({ module: 'store' });
+  const store = await Store.open(storeOptionsOf(config), { warn: (message) => storeLog?.warn(message) });
   try {
     const registry = await ModelRegistry.open({ dataDir: config.main.dataDir, store });
     return { store, registry };
@@ -64,7 +66,7 @@ function logRecoveryFindings(registry: ModelRegistry, logger: Logger): void {
 }
 
 export async function startService(config: Config, logger: Logger): Promise<RunningService> {
-  const { store, registry } = await openData(config);
+  const { store, registry } = await openData(config, logger);
   logRecoveryFindings(registry, logger.child({ module: 'store' }));
   for (const { uuid, reason } of registry.closed()) logger.error({ module: 'store', uuid }, reason);
   let engine: ScriptEngine | undefined;

@@ -151,6 +151,11 @@ export const CONFIG_KEYS: readonly KeySpec[] = [
     help: 'Per model: oldest segments are removed while they hold records older than this. 0 = no limit.',
   },
   {
+    section: 'store', key: 'clock_jump_max_s',
+    target: ['store', 'clockJumpMaxS'], kind: 'int', min: 1, max: 86_400, default: 300,
+    help: 'Age retention waits (and logs) while the clock is behind the newest record or jumped more than this since the last check.',
+  },
+  {
     section: 'scripts', key: 'workers',
     target: ['scripts', 'workers'], kind: 'int', min: 0, max: 256, default: 0,
     help: 'Lua worker threads; 0 = CPU cores - 1, at least 1.',

@@ -34,6 +34,7 @@ export interface Config {
     retentionMaxRecords: number;
     retentionMaxBytes: number;
     retentionMaxAgeHours: number;
+    clockJumpMaxS: number;
   };
   scripts: {
     /** Worker threads running Lua; 0 in the file means (cores - 1, at least 1). */

@@ -21,6 +21,8 @@ export const WRITE_QUEUE_BYTES_MAX = 64 * MIB;
 export const FLUSH_DELAY_MS = 4;
 export const CHECKPOINT_INTERVAL_MS = 30_000;
 export const RETENTION_CHECK_INTERVAL_MS = 60_000;
+/** A wall clock that moved this much more than the monotonic clock between two retention checks is not trusted for age retention. */
+export const CLOCK_JUMP_MAX_MS_DEFAULT = 300_000;
 /** How often a read-only model retries its pending writes. */
 export const READ_ONLY_RETRY_MS_DEFAULT = 1000;
 /** Sealed segments index every 64th id. */
@@ -55,6 +57,7 @@ export function validateStoreOptions(o: StoreOptions): void {
   checkInt('segmentBytesMax', o.segmentBytesMax, SEGMENT_BYTES_MIN_LIMIT, SEGMENT_BYTES_MAX_LIMIT);
   checkInt('segmentAgeMsMax', o.segmentAgeMsMax, 1, Number.MAX_SAFE_INTEGER);
   validateRetention(o.retention);
+  if (o.clockJumpMaxMs !== undefined) checkInt('clockJumpMaxMs', o.clockJumpMaxMs, 1000, 86_400_000);
 }
 
 export function validateRetention(r: RetentionLimits): void {

@@ -17,8 +17,10 @@ import { writeIndex } from './index-file.js';
 import { SerialQueue } from '../util/atomic-file.js';
 import type { FileIo } from './file-io.js';
 import { FindingsBook } from './findings.js';
+import { AgeClock } from './age-clock.js';
 import {
   CHECKPOINT_INTERVAL_MS,
+  CLOCK_JUMP_MAX_MS_DEFAULT,
   ITERATE_CHUNK_RECORDS,
   LATEST_PROJECTIONS_MAX,
   PAGE_SIZE_MAX,
@@ -51,6 +53,8 @@ export interface ModelLogConfig {
   readOnlyRetryMs: number;
   /** Where clear() parks the old directory before deleting it. */
   trashDir: () => string;
+  /** Notes for the operator's log (age retention waiting for a steady clock). */
+  warn: (message: string) => void;
 }
 
 /** Segments, writer and newest-record cache of one incarnation of the log (replaced by clear). */
@@ -84,6 +88,7 @@ export class ModelLog {
   private readonly clears = new SerialQueue();
   private closed = false;
   private readonly findingsBook: FindingsBook;
+  private readonly ageClock: AgeClock;
   private readonly onLost = (fromId: number, toId: number): void => {
     addLostRange(this.recovery.lostRanges, fromId, toId);
     this.findingsBook.lost(fromId, toId);
@@ -98,6 +103,7 @@ export class ModelLog {
     const opened = openModelDirSync(c.io, c.dir, c.modelId, this.fields);
     this.recovery = opened.report;
     this.findingsBook = new FindingsBook(c.io, c.dir, opened.report);
+    this.ageClock = new AgeClock(c.options.clockJumpMaxMs ?? CLOCK_JUMP_MAX_MS_DEFAULT, (m) => c.warn(`model ${c.modelId}: ${m}`));
     this.gen = this.newGen(opened.segments, opened.manifest, false);
     this.loadLast(this.gen);
     this.timers.push(setInterval(() => void this.checkpoint().catch(() => {}), CHECKPOINT_INTERVAL_MS));
@@ -413,7 +419,9 @@ export class ModelLog {
   private async retentionNow(nowMs: number): Promise<void> {
     const g = this.gen;
     if (!g.manifest || this.closed) return;
-    await applyRetention(this.c.io, this.c.dir, g.segments, g.manifest, this.retention, nowMs);
+    const r = this.retention;
+    const limits = r.maxAgeMs > 0 && !this.ageClock.trusted(nowMs, g.lastTs) ? { ...r, maxAgeMs: 0 } : r;
+    await applyRetention(this.c.io, this.c.dir, g.segments, g.manifest, limits, nowMs);
   }
 
   /**

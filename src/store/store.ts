@@ -23,6 +23,8 @@ export interface StoreHooks {
   fileIo?: FileIo;
   /** How often a read-only model retries its pending writes (default 1000 ms). */
   readOnlyRetryMs?: number;
+  /** Where notes for the operator go (default: nowhere). */
+  warn?: (message: string) => void;
 }
 
 const TRASH_PREFIX = '.trash-';
@@ -37,6 +39,7 @@ export class Store {
     private readonly io: FileIo,
     private readonly readOnlyRetryMs: number,
     private readonly lock: DirLock,
+    private readonly warn: (message: string) => void,
   ) {}
 
   static async open(options: StoreOptions, hooks: StoreHooks = {}): Promise<Store> {
@@ -47,7 +50,7 @@ export class Store {
     for (const name of await fs.promises.readdir(opts.rootDir)) {
       if (name.startsWith(TRASH_PREFIX)) await fs.promises.rm(path.join(opts.rootDir, name), { recursive: true, force: true });
     }
-    return new Store(opts, hooks.fileIo ?? nodeFileIo, hooks.readOnlyRetryMs ?? READ_ONLY_RETRY_MS_DEFAULT, lock);
+    return new Store(opts, hooks.fileIo ?? nodeFileIo, hooks.readOnlyRetryMs ?? READ_ONLY_RETRY_MS_DEFAULT, lock, hooks.warn ?? (() => {}));
   }
 
   /** Creates or recovers the model's log; returns the open one when called again with the same fields. */
@@ -72,6 +75,7 @@ export class Store {
       io: this.io,
       readOnlyRetryMs: this.readOnlyRetryMs,
       trashDir: () => this.trashPath(modelId),
+      warn: this.warn,
     });
     this.models.set(modelId, log);
     return log;

@@ -19,6 +19,8 @@ export interface StoreOptions {
   segmentAgeMsMax: number;
   /** Retention applied to models opened without their own limits. */
   retention: RetentionLimits;
+  /** Age retention waits while the wall clock jumped more than this since the last check (default 300 s). */
+  clockJumpMaxMs?: number;
 }
 
 /** Whole sealed segments are removed from the head while any limit is exceeded. 0 = no limit. */

@@ -153,3 +153,29 @@ describe('retention after a restart', () => {
     await store.close();
   });
 });
+
+describe('age retention and the wall clock', () => {
+  it('a clock that jumped or is behind the newest record never deletes by age; a steady one does', async () => {
+    const notes: string[] = [];
+    const store = await openStore(tmpDir(), { segmentBytesMax: 1000 }, { warn: (m) => notes.push(m) });
+    const log = await openModel(store);
+    for (let i = 1; i <= 300; i++) log.save(rec(i));
+    await log.durable();
+    const segments = log.stats().segments;
+    log.setRetention({ maxRecords: 0, maxBytes: 0, maxAgeMs: 3_600_000 });
+    const now = Date.now();
+    await log.enforceRetention(now - 86_400_000); // behind the newest record
+    await log.enforceRetention(now); // back: a jump of a day since the last check, still waits
+    await log.enforceRetention(now + 10); // steady: trusted, and nothing is an hour old
+    expect(log.stats().segments).toBe(segments);
+    await log.enforceRetention(now + 2 * 86_400_000); // two days forward since the last check
+    expect(log.stats().segments).toBe(segments);
+    expect(notes).toHaveLength(2);
+    expect(notes[0]).toMatch(/model m: age retention waits for a steady clock: the clock .* is behind the newest record/);
+    expect(notes[1]).toMatch(/the clock jumped by 17280\d s since the last check/);
+    await log.enforceRetention(now + 2 * 86_400_000 + 50); // steady since: trusted, everything sealed is old
+    expect(log.stats().segments).toBe(1);
+    expect(log.latest()?.seq).toBe(300);
+    await store.close();
+  });
+});
