@@ -2,7 +2,7 @@
  * Loads the configuration: built-in defaults, then the ini file, then EDGE_DATACENTER_* environment
  * variables; validates every value; creates the data directory; fills in generated credentials.
  */
-import { readFile } from 'node:fs/promises';
+import { access, constants, readFile, stat } from 'node:fs/promises';
 import { mkdirDurable } from '../util/atomic-file.js';
 import { availableParallelism } from 'node:os';
 import { dirname, resolve } from 'node:path';
@@ -87,7 +87,7 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Loade
     warn('[main] admin_token is shorter than 16 characters; anyone who can reach the port may guess it');
   }
 
-  await mkdirDurable(config.main.dataDir);
+  await prepareDataDir(config.main.dataDir);
   const credentials = await resolveCredentials(config.main.dataDir, {
     secrets: config.main.secrets,
     adminToken: configuredToken,
@@ -167,5 +167,20 @@ function readEnvironment(env: NodeJS.ProcessEnv, raw: Map<KeySpec, RawValue>): v
     const name = envName(spec);
     const value = env[name];
     if (value !== undefined) raw.set(spec, { values: [value], baseDir: process.cwd(), origin: `environment ${name}` });
+  }
+}
+
+/** Creates `[main] data_dir` when missing; one clear error when it cannot hold the data. */
+async function prepareDataDir(dir: string): Promise<void> {
+  try {
+    await mkdirDurable(dir);
+  } catch (err) {
+    throw new InvalidArgumentError(`[main] data_dir ${dir} cannot be created (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+  }
+  if (!(await stat(dir)).isDirectory()) throw new InvalidArgumentError(`[main] data_dir ${dir} is not a directory`);
+  try {
+    await access(dir, constants.W_OK);
+  } catch {
+    throw new InvalidArgumentError(`[main] data_dir ${dir} is not writable by this user`);
   }
 }

@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm, stat, writeFile, chmod, mkdir } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat, writeFile, chmod, mkdir, symlink } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -206,5 +206,22 @@ describe('first start credentials', () => {
     expect(config.main.adminToken).toBe('t1');
     expect(warnings.join()).toContain('mode is now 0600');
     expect((await stat(credentialsPath(join(dir, 'd')))).mode & 0o777).toBe(0o600);
+  });
+});
+
+describe('data_dir that cannot hold the data', () => {
+  it('a file, a path through a file, and a symlink loop each stop the start with one line naming data_dir', async () => {
+    await writeFile(join(dir, 'file'), '');
+    await symlink(join(dir, 'loop'), join(dir, 'loop'));
+    const cases: Array<[string, string]> = [
+      [join(dir, 'file'), 'is not a directory'],
+      [join(dir, 'file', 'sub'), 'cannot be created (ENOTDIR)'],
+      [join(dir, 'loop', 'x'), 'cannot be created (ELOOP)'],
+    ];
+    for (const [dataDir, why] of cases) {
+      const err = await load(`[main]\ndata_dir = ${dataDir}\n`).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(InvalidArgumentError);
+      expect((err as Error).message).toBe(`[main] data_dir ${dataDir} ${why}`);
+    }
   });
 });
