@@ -72,6 +72,8 @@ export class RequestCtx {
 }
 
 const EMPTY = Buffer.alloc(0);
+/** Headers that must not come twice with different values: which one counts would depend on who reads. */
+const SINGLE_HEADERS = new Set(['authorization', 'x-api-secret', 'content-length', 'transfer-encoding', 'host', 'content-type']);
 
 /** A complete non-envelope answer (static files, preflight). */
 export class RawReply {
@@ -289,7 +291,9 @@ export class Router {
     const path = req.getUrl();
     const rawQuery = req.getQuery() ?? '';
     const headers: Record<string, string> = {};
+    let conflict: string | undefined;
     req.forEach((key, value) => {
+      if (headers[key] !== undefined && headers[key] !== value && SINGLE_HEADERS.has(key)) conflict ??= key;
       headers[key] = value;
     });
     const ex = new Exchange(res, COUNTED_METHODS.has(method) ? method : 'OTHER', this.tally, this.pending);
@@ -300,6 +304,7 @@ export class Router {
       if (urlBytes > this.options.urlBytesMax) {
         throw new UriTooLongError(`request URL is ${urlBytes} bytes, more than the limit of ${this.options.urlBytesMax}`);
       }
+      if (conflict !== undefined) throw new InvalidArgumentError(`the request has two ${conflict} headers with different values`);
       const route = this.resolve(ctx, ex);
       if (route === undefined) return this.writeRaw(ex, ctx, new RawReply(204, CORS_PREFLIGHT, ''));
       route.guard?.(ctx);

@@ -164,6 +164,22 @@ describe('push tokens are checked before the body is read', () => {
     });
   }
 
+  it('two Authorization headers with different values are refused with 400; repeated equal ones pass', async () => {
+    const ask = (headers: string): Promise<string> =>
+      new Promise((resolve, reject) => {
+        const socket = net.connect(svc.port, '127.0.0.1', () => socket.write(`GET /api/v1/schema/list HTTP/1.1\r\nHost: x\r\n${headers}\r\n`));
+        socket.once('data', (d: Buffer) => {
+          socket.destroy();
+          resolve(d.toString('latin1'));
+        });
+        socket.once('error', reject);
+      });
+    const two = await ask(`Authorization: Bearer ${ADMIN}\r\nAuthorization: Bearer someone-else\r\n`);
+    expect(two.split('\r\n')[0]).toBe('HTTP/1.1 400 Bad Request');
+    expect(two).toContain('two authorization headers with different values');
+    expect((await ask(`Authorization: Bearer ${ADMIN}\r\nAuthorization: Bearer ${ADMIN}\r\n`)).split('\r\n')[0]).toBe('HTTP/1.1 200 OK');
+  });
+
   it('a wrong token and an unknown input are answered 401 at once, without waiting for the body', async () => {
     expect(await pushHeadersOnly(`/api/v1/inends/push?uuid=${inend}`, 'not-a-token')).toBe('HTTP/1.1 401 Unauthorized');
     expect(await pushHeadersOnly('/api/v1/inends/push?uuid=INEND22222222', 'not-a-token')).toBe('HTTP/1.1 401 Unauthorized');
