@@ -5,6 +5,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../util/atomic-file.js';
+import { StateError } from '../errors.js';
 import type { DataModel } from './types.js';
 
 export const MODELS_FILE = 'models.json';
@@ -33,11 +34,11 @@ export async function readModelsFile(path: string): Promise<ModelsState> {
     content = JSON.parse(text);
   } catch (error) {
     // The file is only ever replaced whole, so this is damage or an edit from outside: stop, never start empty.
-    throw new Error(`${path} is not valid JSON (${(error as Error).message})`);
+    throw new StateError(`${path} is not valid JSON (${(error as Error).message}): restore it from a backup`);
   }
   const { format, models, pendingDrops } = (content ?? {}) as Record<string, unknown>;
   if (format !== FORMAT || !Array.isArray(models) || !Array.isArray(pendingDrops)) {
-    throw new Error(
+    throw new StateError(
       `${path} is not a format ${FORMAT} models file (expected {"format":${FORMAT},"models":[...],"pendingDrops":[...]})`,
     );
   }

@@ -3,7 +3,7 @@
  * Field checks shared by the rule and input parsers live here too.
  */
 import { readFile } from 'node:fs/promises';
-import { InvalidArgumentError } from '../errors.js';
+import { InvalidArgumentError, StateError } from '../errors.js';
 import { writeFileAtomic } from '../util/atomic-file.js';
 
 const FORMAT_VERSION = 1;
@@ -16,9 +16,14 @@ export async function readList<T>(path: string, key: string): Promise<T[]> {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
     throw err;
   }
-  const doc = JSON.parse(text) as Record<string, unknown>;
-  if (doc.version !== FORMAT_VERSION || !Array.isArray(doc[key])) {
-    throw new Error(`${path}: expected {"version":${FORMAT_VERSION},"${key}":[...]}`);
+  let doc: Record<string, unknown>;
+  try {
+    doc = JSON.parse(text) as Record<string, unknown>;
+  } catch (err) {
+    throw new StateError(`${path} is not valid JSON (${(err as Error).message}): restore it from a backup`);
+  }
+  if (doc?.version !== FORMAT_VERSION || !Array.isArray(doc[key])) {
+    throw new StateError(`${path}: expected {"version":${FORMAT_VERSION},"${key}":[...]}: restore it from a backup`);
   }
   return doc[key] as T[];
 }

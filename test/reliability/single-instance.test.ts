@@ -94,3 +94,19 @@ describe('models.json missing beside model data', () => {
     await fresh.kill('SIGTERM');
   }, 60_000);
 });
+
+describe('damaged metadata files', () => {
+  it.each(['rules.json', 'inends.json', 'models.json'])('a corrupt %s stops the start with one line naming the file', async (name) => {
+    const dir = path.join(tmp, `meta-${name}`);
+    fs.mkdirSync(dir);
+    const { file, dataDir } = writeConfig(dir);
+    const svc = await startService(file);
+    await setupPipeline(svc.base);
+    await svc.kill('SIGTERM');
+    fs.writeFileSync(path.join(dataDir, name), '{"version": 1, "rules": [');
+    const refused = await serveExpectingExit(file);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr.trim().split('\n')).toHaveLength(1);
+    expect(refused.stderr).toContain(`${path.join(dataDir, name)} is not valid JSON`);
+  }, 60_000);
+});
