@@ -101,7 +101,7 @@ async function serve(parsed: Parsed): Promise<void> {
 
   const { loaded, notes } = await load(parsed.values.config);
   const { config } = loaded;
-  logger = pino({ level: config.main.logLevel, base: { service: 'edge-datacenter' } });
+  logger = pino({ level: config.main.logLevel, base: { service: 'edge-datacenter' }, timestamp: pino.stdTimeFunctions.isoTime });
   for (const warning of loaded.warnings) logger.warn(warning);
   if (loaded.firstStart) {
     const note = notes.find((n) => n.startsWith('generated')) ?? 'generated credentials';

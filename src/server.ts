@@ -3,6 +3,7 @@
  * stop accepting requests, drain the script engine, then flush, sync and close the store (which marks
  * a clean shutdown).
  */
+import { statfs } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from './config/types.js';
@@ -51,6 +52,36 @@ export async function openData(config: Config, logger?: Logger): Promise<{ store
   }
 }
 
+/** One line an operator reads first: what is stored, how it is kept, and how much room is left. */
+async function logStartSummary(config: Config, registry: ModelRegistry, logger: Logger): Promise<void> {
+  const published = registry.list().filter((m) => m.published);
+  let records = 0;
+  for (const m of published) {
+    try {
+      records += registry.log(m.uuid).stats().total;
+    } catch {
+      // closed model: logged on its own
+    }
+  }
+  const s = config.store;
+  const disk = await statfs(config.main.dataDir).catch(() => undefined);
+  const freeDiskBytes = disk === undefined ? undefined : disk.bavail * disk.bsize;
+  logger.info(
+    {
+      models: registry.list().length,
+      publishedModels: published.length,
+      records,
+      sync: s.sync,
+      syncIntervalMs: s.syncIntervalMs,
+      retention: { maxRecords: s.retentionMaxRecords, maxBytes: s.retentionMaxBytes, maxAgeHours: s.retentionMaxAgeHours },
+      dataDir: config.main.dataDir,
+      freeDiskBytes,
+    },
+    `${published.length} published models, ${records} records, sync ${s.sync}, ` +
+      `${freeDiskBytes === undefined ? 'free disk unknown' : `${Math.floor(freeDiskBytes / 1_048_576)} MiB free`} in ${config.main.dataDir}`,
+  );
+}
+
 /** What recovery cut or skipped reaches the operator's log, with the model's name and uuid. */
 function logRecoveryFindings(registry: ModelRegistry, logger: Logger): void {
   const closed = new Set(registry.closed().map((c) => c.uuid));
@@ -68,6 +99,7 @@ function logRecoveryFindings(registry: ModelRegistry, logger: Logger): void {
 export async function startService(config: Config, logger: Logger): Promise<RunningService> {
   const { store, registry } = await openData(config, logger);
   logRecoveryFindings(registry, logger.child({ module: 'store' }));
+  await logStartSummary(config, registry, logger);
   for (const { uuid, reason } of registry.closed()) logger.error({ module: 'store', uuid }, reason);
   let engine: ScriptEngine | undefined;
   try {

@@ -40,8 +40,9 @@ describe('cli', () => {
     expect(e.stderr).toContain('--model');
   });
 
-  it('serve starts, answers /healthz, and exits 0 on SIGTERM', async () => {
+  it('serve starts, logs a start-up summary with ISO times, answers /healthz, and exits 0 on SIGTERM', async () => {
     const { dir, file } = await testConfig();
+    await writeFile(file, (await readFile(file, 'utf8')).replace('log_level = silent', 'log_level = info'));
     const child = spawn(process.execPath, [CLI, 'serve', '--config', file], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
@@ -58,6 +59,15 @@ describe('cli', () => {
           }
         });
         child.once('exit', (code) => reject(new Error(`exited early with ${code}: ${err}`)));
+      });
+      const summary = out.split('\n').find((l) => l.includes('published models'));
+      expect(JSON.parse(summary as string)).toMatchObject({
+        time: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+        publishedModels: 0,
+        records: 0,
+        sync: 'none',
+        freeDiskBytes: expect.any(Number),
+        msg: expect.stringMatching(/^0 published models, 0 records, sync none, \d+ MiB free in /),
       });
       const r = await fetch(`${address}/healthz`);
       expect(r.status).toBe(200);
