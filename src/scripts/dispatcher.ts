@@ -8,6 +8,7 @@ import { InvalidArgumentError, StoreReadOnlyError, UnavailableError } from '../e
 import { unpackOps } from './ops-pack.js';
 import { WorkerLostError, type ScriptPool } from './pool.js';
 import type { RuleStatsBook } from './stats.js';
+import { RepeatFilter, capMessage } from './repeat-filter.js';
 import type { LogFn, ModelSource, PushResult, RecordLog, RecordOp, RuleScripts, RunResult, RunTask } from './types.js';
 
 /** A task's result with its records unpacked. */
@@ -108,6 +109,7 @@ export class InputDispatcher {
   private idleWaiters: Array<() => void> = [];
   /** Models this input's rules have written to: a push is refused up front while one is read-only. */
   private readonly targetModels = new Set<string>();
+  private readonly repeats = new RepeatFilter();
 
   constructor(private readonly deps: DispatcherDeps) {}
 
@@ -264,11 +266,15 @@ export class InputDispatcher {
       if (!failures.has(payload)) failures.set(payload, `rule ${ruleUuid}: ${line !== undefined ? `line ${line}: ` : ''}${message}`);
     };
     result.summaries.forEach((summary, r) => stats.addSummary(batch.rules[r].uuid, summary));
-    for (const e of result.errors) {
+    for (const raw of result.errors) {
+      const e = { ...raw, message: capMessage(raw.message) };
       const rule = batch.rules[e.rule].uuid;
       stats.addError(rule, e);
       fail(e.payload, rule, e.message, e.line);
-      log?.('warn', { rule, inend: inendUuid, ...(e.line !== undefined ? { line: e.line } : {}) }, e.message);
+      const admitted = this.repeats.admit(rule, e.message);
+      if (admitted === undefined) continue;
+      const repeated = admitted.repeats > 0 ? { repeatedSinceLastLine: admitted.repeats } : {};
+      log?.('warn', { rule, inend: inendUuid, ...(e.line !== undefined ? { line: e.line } : {}), ...repeated }, e.message);
     }
     for (const d of result.debug) log?.('info', { rule: batch.rules[d.rule].uuid, inend: inendUuid }, d.message);
     const touched = new Map<RecordLog, { lastId: number; payloads: Set<number> }>();

@@ -1,0 +1,43 @@
+/**
+ * Rule error messages: capped at 1024 characters in the push answer, the rule's stats and the log, and
+ * logged once per rule and message per 10 s with the count of repeats left out. Real engine and worker.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { MESSAGE_CHARS_MAX, RepeatFilter, capMessage } from '../../src/scripts/repeat-filter.js';
+import { inputWithRule, openHarness, type Harness } from './helpers.js';
+
+let h: Harness | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+describe('rule error messages', () => {
+  it('are capped and logged once per rule and message, however often they repeat', async () => {
+    const lines: Array<{ level: string; obj: object; msg: string }> = [];
+    h = await openHarness({ workers: 1 }, { log: (level, obj, msg) => lines.push({ level, obj, msg }) });
+    const { inend, rule } = await inputWithRule(h, 'Actions = { function(args) Throw(string.rep("x", 5000)) end }');
+    const result = await h.engine.push(inend, Array.from({ length: 50 }, () => '{}'));
+    expect(result.failed).toBe(50);
+    for (const e of result.errors) expect(e.message.length).toBeLessThan(MESSAGE_CHARS_MAX + 200);
+    expect(result.errors[0].message).toContain('more characters)');
+    const stats = h.engine.ruleStats(rule);
+    for (const e of stats.lastErrors) expect(e.message.length).toBeLessThan(MESSAGE_CHARS_MAX + 100);
+    const warns = lines.filter((l) => l.level === 'warn');
+    expect(warns).toHaveLength(1);
+    expect(warns[0].msg.length).toBeLessThan(MESSAGE_CHARS_MAX + 100);
+  });
+
+  it('RepeatFilter: a repeat inside 10 s is left out and counted on the next line after the window', () => {
+    let now = 0;
+    const f = new RepeatFilter(() => now);
+    expect(f.admit('r', 'm')).toEqual({ repeats: 0 });
+    now = 5000;
+    expect(f.admit('r', 'm')).toBeUndefined();
+    expect(f.admit('r', 'other')).toEqual({ repeats: 0 });
+    expect(f.admit('r2', 'm')).toEqual({ repeats: 0 });
+    now = 10_001;
+    expect(f.admit('r', 'm')).toEqual({ repeats: 1 });
+    expect(capMessage('short')).toBe('short');
+  });
+});
