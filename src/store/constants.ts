@@ -5,6 +5,8 @@ export const KIB = 1024;
 export const MIB = 1024 * KIB;
 
 export const PAGE_SIZE_MAX = 1000;
+/** Stored bytes one page may read (and hold decoded): wide records make a page smaller, never a gigabyte. */
+export const PAGE_BYTES_MAX = 8 * MIB;
 /** One encoded record (msgpack of the value array). */
 export const RECORD_BYTES_MAX = 1 * MIB;
 export const SEGMENT_BYTES_DEFAULT = 32 * MIB;

@@ -11,7 +11,7 @@ import { Writer } from './writer.js';
 import { LatencyHistogram } from './latency.js';
 import { type ManifestWriter } from './manifest.js';
 import { addLostRange, createModelDirSync, manifestOf, openModelDirSync } from './recovery.js';
-import { readRange, decodeValues, projection, toView, type Projection } from './reader.js';
+import { readRange, decodeValues, fitRange, plannedBytes, projection, toView, type Projection } from './reader.js';
 import { applyRetention, totalBytes } from './retention.js';
 import { writeIndex } from './index-file.js';
 import { SerialQueue } from '../util/atomic-file.js';
@@ -23,6 +23,8 @@ import {
   CLOCK_JUMP_MAX_MS_DEFAULT,
   ITERATE_CHUNK_RECORDS,
   LATEST_PROJECTIONS_MAX,
+  MIB,
+  PAGE_BYTES_MAX,
   PAGE_SIZE_MAX,
   RECORD_BYTES_MAX,
   RETENTION_CHECK_INTERVAL_MS,
@@ -163,6 +165,13 @@ export class ModelLog {
     const lo = q.order === 'asc' ? firstId + skip : Math.max(firstId, lastId - skip - q.size + 1);
     const hi = q.order === 'asc' ? Math.min(lastId, firstId + skip + q.size - 1) : lastId - skip;
     if (lo > hi) return { total, records: [] };
+    const bytes = plannedBytes(g.segments, lo, hi);
+    if (bytes > PAGE_BYTES_MAX) {
+      throw new InvalidArgumentError(
+        `size: a page of ${q.size} records here reads ${Math.ceil(bytes / MIB)} MiB of stored records, more than the ` +
+          `${PAGE_BYTES_MAX / MIB} MiB a page may; ask for fewer records per page`,
+      );
+    }
     const recs = await readRange(this.c.io, g.segments, lo, hi, this.onLost);
     const records = recs.map((r) => toView(p, r.id, r.ts, decodeValues(r.payload)));
     if (q.order === 'desc') records.reverse();
@@ -196,9 +205,11 @@ export class ModelLog {
     try {
       const a = Math.max(range.fromId ?? 1, segments[0].firstId);
       const b = Math.min(range.toId ?? Number.MAX_SAFE_INTEGER, g.nextId - 1);
-      for (let lo = a; lo <= b; lo += ITERATE_CHUNK_RECORDS) {
-        const recs = await readRange(this.c.io, segments, lo, Math.min(b, lo + ITERATE_CHUNK_RECORDS - 1), this.onLost);
+      for (let lo = a; lo <= b; ) {
+        const hi = fitRange(segments, lo, Math.min(b, lo + ITERATE_CHUNK_RECORDS - 1), PAGE_BYTES_MAX);
+        const recs = await readRange(this.c.io, segments, lo, hi, this.onLost);
         for (const r of recs) yield toView(p, r.id, r.ts, decodeValues(r.payload));
+        lo = hi + 1;
       }
     } finally {
       for (const f of files) f.release();

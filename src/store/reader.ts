@@ -8,6 +8,7 @@ import type { FileIo } from './file-io.js';
 import type { Segment } from './segment.js';
 import type { RecordView } from './types.js';
 import { InvalidArgumentError } from '../errors.js';
+import { SPARSE_STRIDE } from './constants.js';
 
 export interface StoredRecord {
   id: number;
@@ -51,6 +52,38 @@ export async function readRange(io: FileIo, segments: readonly Segment[], a: num
   } finally {
     for (const f of files) f.release();
   }
+}
+
+/**
+ * Stored bytes of the records with ids [a, b]. A sealed segment's sparse index gives byte ranges of whole
+ * groups of SPARSE_STRIDE ids, so its share is prorated by the ids asked for.
+ */
+export function plannedBytes(segments: readonly Segment[], a: number, b: number): number {
+  let n = 0;
+  for (const p of planParts(segments, a, b)) {
+    const covered = p.seg.sparse ? coveredIds(p.seg, p.lo, p.hi) : p.hi - p.lo + 1;
+    n += ((p.end - p.start) * (p.hi - p.lo + 1)) / covered;
+  }
+  return Math.ceil(n);
+}
+
+function coveredIds(seg: Segment, lo: number, hi: number): number {
+  const from = seg.firstId + Math.floor((lo - seg.firstId) / SPARSE_STRIDE) * SPARSE_STRIDE;
+  const to = Math.min(seg.lastId, seg.firstId + (Math.floor((hi - seg.firstId) / SPARSE_STRIDE) + 1) * SPARSE_STRIDE - 1);
+  return to - from + 1;
+}
+
+/** The highest hi in [a, b] whose read of [a, hi] fits in `bytesMax`; `a` itself always fits. */
+export function fitRange(segments: readonly Segment[], a: number, b: number, bytesMax: number): number {
+  if (plannedBytes(segments, a, b) <= bytesMax) return b;
+  let lo = a;
+  let hi = b - 1;
+  while (lo < hi) {
+    const mid = lo + Math.ceil((hi - lo) / 2);
+    if (plannedBytes(segments, a, mid) <= bytesMax) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
 }
 
 /** Synchronous, so the byte ranges are taken from one consistent state of the index. */

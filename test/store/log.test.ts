@@ -182,6 +182,22 @@ describe('ModelLog writes and reads', () => {
     expect(await allIds(log2)).toEqual(range(first, 1200));
   });
 
+  it('a page has a byte budget as well as a record budget; exports of wide records go in smaller chunks', async () => {
+    const store = await openStore(tmpDir(), { segmentBytesMax: 2 * 1024 * 1024 });
+    const log = await store.openModel('wide', { fields: ['blob', 'n'] });
+    const blob = 'x'.repeat(100_000);
+    for (let i = 1; i <= 200; i++) log.save({ blob, n: i });
+    await log.durable();
+    expect(log.stats().segments).toBeGreaterThan(5);
+    await expect(log.page({ current: 1, size: 1000, order: 'desc' })).rejects.toThrow(/^size: a page of 1000 records here reads 20 MiB/);
+    expect((await log.page({ current: 1, size: 50, order: 'asc' })).records.map((r) => r.n)).toEqual(range(1, 50));
+    expect((await log.page({ current: 3, size: 1, order: 'asc', select: ['n'] })).records).toEqual([{ n: 3 }]);
+    const ns: number[] = [];
+    for await (const r of log.iterate({ select: ['n'] })) ns.push(r.n as number);
+    expect(ns).toEqual(range(1, 200));
+    await store.close();
+  });
+
   it('clear deletes everything and ids restart at 1, also after reopen', async () => {
     const dir = tmpDir();
     const store = await openStore(dir, { segmentBytesMax: 500 });
