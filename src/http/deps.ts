@@ -67,10 +67,11 @@ export interface EngineApi {
   createInend(body: any): Promise<{ inend: { uuid: string }; token?: string }>;
   updateInend(body: any): Awaitable<unknown>;
   deleteInend(uuid: string): Awaitable<unknown>;
-  /** true when the token is the input's push token. May also throw an EdgeError (401/404). */
   /** Throws AuthError (wrong token) or NotFoundError (no such input); synchronous, so it runs before the body is read. */
   authenticatePush(inendUuid: string, token: string): void;
   push(inendUuid: string, payloads: string[]): Promise<PushResult>;
+  /** Why rules fail for reasons of ours (worker faults), for /healthz. */
+  faults(): string[];
   /** Payloads waiting for the input (metrics); optional. */
   queueDepth?(inendUuid: string): number;
 }

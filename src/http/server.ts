@@ -4,7 +4,7 @@
 import { adminGuard, SecretSet } from './auth.js';
 import { ConnectionGate } from './connections.js';
 import { addDatacenterRoutes } from './datacenter-routes.js';
-import type { HttpDeps } from './deps.js';
+import type { EngineApi, HttpDeps, RegistryApi } from './deps.js';
 import { createMetrics } from './metrics.js';
 import { addQueryRoutes } from './query-routes.js';
 import { RawReply, Router } from './route.js';
@@ -76,7 +76,7 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
     method: 'GET',
     path: '/healthz',
     handler: () => ({
-      status: 'ok',
+      ...health(registry, engine),
       version: SERVICE_VERSION,
       uptimeS: Math.floor((Date.now() - startedAt) / 1000),
       models: registry.list().length,
@@ -117,4 +117,23 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
       return closing;
     },
   };
+}
+
+/**
+ * `degraded` (still HTTP 200: the service answers) while a model is read-only or closed, or rules fail
+ * for a worker fault (contract 19); each reason names what is affected.
+ */
+function health(registry: RegistryApi, engine: EngineApi | undefined): { status: 'ok' | 'degraded'; reasons?: string[] } {
+  const reasons: string[] = [];
+  for (const model of registry.list()) {
+    if (!model.published) continue;
+    try {
+      const stats = registry.log(model.uuid).stats();
+      if (stats.state === 'read-only') reasons.push(`model ${model.name} (${model.uuid}) is read-only: ${stats.lastError ?? 'I/O error'}`);
+    } catch (err) {
+      reasons.push((err as Error).message);
+    }
+  }
+  reasons.push(...(engine?.faults() ?? []));
+  return reasons.length === 0 ? { status: 'ok' } : { status: 'degraded', reasons };
 }

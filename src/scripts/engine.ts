@@ -145,6 +145,12 @@ export class ScriptEngine {
     return dispatcher.push(payloads);
   }
 
+  /** Why rules fail for reasons of ours, not of the scripts (worker faults in the last minute). */
+  faults(): string[] {
+    const recent = this.pool.recentFaults();
+    return recent.length === 0 ? [] : [`rules failed for a worker fault ${recent.length} times in the last minute: ${recent[recent.length - 1]}`];
+  }
+
   /** Payloads waiting per input (for metrics). */
   queueDepth(inendUuid: string): number {
     return this.dispatchers.get(inendUuid)?.queued ?? 0;

@@ -19,6 +19,10 @@ export interface PoolOptions {
 }
 
 /** Thrown for a task whose worker was ended: the hard time limit, or a crash of the worker. */
+/** /healthz says degraded while a worker fault is younger than this. */
+const FAULT_WINDOW_MS = 60_000;
+const FAULTS_KEPT = 20;
+
 export class WorkerLostError extends Error {
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
@@ -46,6 +50,8 @@ export class ScriptPool {
   private readonly piscina: Piscina;
   private busy = 0;
   private readonly waiting: Array<() => void> = [];
+  /** Worker faults (a thread that ended on an unexpected error), newest last, for /healthz. */
+  private readonly faults: Array<{ atMs: number; message: string }> = [];
 
   constructor(private readonly options: PoolOptions) {
     this.size = options.workers > 0 ? options.workers : defaultWorkerCount();
@@ -77,6 +83,7 @@ export class ScriptPool {
       return await this.piscina.run(task, { signal: AbortSignal.timeout(this.options.hardTimeoutMs) });
     } catch (err) {
       const aborted = (err as Error).name === 'AbortError';
+      if (!aborted) this.noteFault(`worker failed: ${(err as Error).message}`);
       throw new WorkerLostError(
         aborted ? `hard time limit exceeded (${this.options.hardTimeoutMs} ms), worker restarted` : `worker failed: ${(err as Error).message}`,
         { cause: err },
@@ -84,6 +91,16 @@ export class ScriptPool {
     } finally {
       this.release();
     }
+  }
+
+  /** Worker faults within the last `windowMs`: rules failed for them, not for their own errors. */
+  recentFaults(windowMs = FAULT_WINDOW_MS, nowMs = Date.now()): string[] {
+    return this.faults.filter((f) => nowMs - f.atMs < windowMs).map((f) => f.message);
+  }
+
+  private noteFault(message: string): void {
+    this.faults.push({ atMs: Date.now(), message });
+    if (this.faults.length > FAULTS_KEPT) this.faults.shift();
   }
 
   private acquire(): Promise<void> {

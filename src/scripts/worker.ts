@@ -158,14 +158,15 @@ export class ScriptWorker {
 }
 
 /**
- * Piscina awaits a default-exported promise before it sends the first task. A wasm trap leaves the
- * Lua state unusable, so the thread ends itself and piscina starts a fresh one.
+ * Piscina awaits a default-exported promise before it sends the first task. Rule errors never leave
+ * `handle`; anything that does (a wasm trap, an unexpected exception) leaves the Lua heap suspect, so the
+ * thread ends at once, synchronously (a setImmediate would never run: piscina keeps the thread busy with
+ * the next task), the task fails with the worker, and piscina starts a fresh thread.
  */
 export default ScriptWorker.create(workerData as SandboxLimits).then((worker) => (task: WorkerTask) => {
   try {
     return worker.handle(task);
-  } catch (err) {
-    if (err instanceof Error && err.name === 'RuntimeError') setImmediate(() => process.exit(1));
-    throw err;
+  } catch {
+    process.exit(1);
   }
 });

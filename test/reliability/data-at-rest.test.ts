@@ -52,6 +52,10 @@ describe('attribute order kept by the store', () => {
       expect(open.status).toBe(200);
       expect(open.body.data).toMatchObject({ temp: 7, resistivity: 1, ph_value: 3 });
       expect(svc.log.some((l) => l.includes('cannot be opened'))).toBe(true);
+      const health = await call(svc.base, '/healthz', { token: null });
+      expect(health.status).toBe(200);
+      expect(health.body.data.status).toBe('degraded');
+      expect(health.body.data.reasons).toEqual([expect.stringContaining(`model a (${a.model}) cannot be opened`)]);
     } finally {
       await svc.kill('SIGTERM');
     }
