@@ -14,6 +14,8 @@ import type { CompileTask, RunResult, RunTask, ValidationResult, WorkerTask } fr
 
 /** A runaway `rds:Save` loop would otherwise fill the task result until the soft limit hits. */
 export const RECORDS_PER_INVOCATION_MAX = 1000;
+/** Bytes of values one invocation may store (strings by length, other values 8): one payload cannot fill the heap. */
+export const STORED_BYTES_PER_INVOCATION_MAX = 4 * 1024 * 1024;
 const DEBUG_LINES_PER_TASK_MAX = 100;
 
 /** `actions:7: message` -> line 7 and the message without the prefix. */
@@ -21,6 +23,15 @@ export function splitPosition(message: string): { message: string; line?: number
   const match = /^(actions|success|failed):(\d+): ([\s\S]*)$/.exec(message);
   if (!match) return { message };
   return { script: match[1], line: Number(match[2]), message: match[3] };
+}
+
+function recordBytes(record: Record<string, unknown>): number {
+  let n = 0;
+  for (const key in record) {
+    const v = record[key];
+    n += key.length + (typeof v === 'string' ? v.length : 8);
+  }
+  return n;
 }
 
 /** What `rds:*` calls write into while one invocation runs. */
@@ -32,6 +43,7 @@ class InvocationContext implements LibHost {
   payload = 0;
   rule = 0;
   recordsThisInvocation = 0;
+  bytesThisInvocation = 0;
 
   store(kind: 'save' | 'update', uuid: unknown, input: Record<string, unknown>): string | undefined {
     if (typeof uuid !== 'string') return `model uuid must be a string, got ${uuid === null ? 'nil' : typeof uuid}`;
@@ -42,6 +54,10 @@ class InvocationContext implements LibHost {
     if (this.readOnly.has(uuid)) return `store read-only for model ${uuid}`;
     if (++this.recordsThisInvocation > RECORDS_PER_INVOCATION_MAX) {
       return `too many records in one invocation (at most ${RECORDS_PER_INVOCATION_MAX})`;
+    }
+    this.bytesThisInvocation += recordBytes(check.record);
+    if (this.bytesThisInvocation > STORED_BYTES_PER_INVOCATION_MAX) {
+      return `one invocation may store at most ${STORED_BYTES_PER_INVOCATION_MAX} bytes of values`;
     }
     this.ops.add(this.payload, this.rule, uuid, kind, check.record);
     return undefined;
@@ -119,6 +135,7 @@ export class ScriptWorker {
         }
         ctx.rule = r;
         ctx.recordsThisInvocation = 0;
+        ctx.bytesThisInvocation = 0;
         const started = performance.now();
         const outcome = this.sandbox.invoke(rule.envRef, task.payloads[p]);
         recordDuration(summary.histogram, performance.now() - started);

@@ -1,5 +1,5 @@
 /**
- * Rule error messages: capped at 1024 characters in the push answer, the rule's stats and the log, and
+ * Rule limits. Error messages: capped at 1024 characters in the push answer, the rule's stats and the log, and
  * logged once per rule and message per 10 s with the count of repeats left out. Real engine and worker.
  */
 import { afterEach, describe, expect, it } from 'vitest';
@@ -39,5 +39,26 @@ describe('rule error messages', () => {
     now = 10_001;
     expect(f.admit('r', 'm')).toEqual({ repeats: 1 });
     expect(capMessage('short')).toBe('short');
+  });
+});
+
+describe('what one invocation may store', () => {
+  it('a rule that stores more than 4 MiB of values in one invocation gets an error for the rest', async () => {
+    h = await openHarness({ workers: 1, timeoutMs: 2000 });
+    const model = await h.model([{ name: 's', type: 'STRING' }]);
+    const { inend } = await inputWithRule(
+      h,
+      `Actions = { function(args)
+        local big = string.rep("y", 100000)
+        for i = 1, 100 do
+          local err = rds:Save("${model}", { s = big })
+          if err ~= nil then Throw("at " .. i .. ": " .. err) end
+        end
+        return true, args
+      end }`,
+    );
+    const result = await h.engine.push(inend, ['{}']);
+    expect(result.failed).toBe(1);
+    expect(result.errors[0].message).toMatch(/at 42: one invocation may store at most 4194304 bytes of values/);
   });
 });
