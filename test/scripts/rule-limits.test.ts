@@ -1,6 +1,6 @@
 /**
  * Rule limits. Error messages: capped at 1024 characters in the push answer, the rule's stats and the log, and
- * logged once per rule and message per 10 s with the count of repeats left out. Real engine and worker.
+ * logged once per rule and message per 10 s with the count of repeats left out. Real engine and worker. One invocation may store at most 4 MiB.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { MESSAGE_CHARS_MAX, RepeatFilter, capMessage } from '../../src/scripts/repeat-filter.js';
