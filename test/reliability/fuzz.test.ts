@@ -12,6 +12,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UWS_HEADER_BYTES_MAX } from '../../src/http/uws.js';
 import { ADMIN, admin, bearer, publishedModel, raw, type RawAnswer, SECRET, type Service, STACK_LIKE, startService } from './helpers.js';
+import { prng } from '../support/prng.js';
 
 const CASES = Number(process.env.FUZZ_CASES ?? 10_000);
 const SEED = Number(process.env.FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 31));
@@ -19,17 +20,6 @@ const CONCURRENCY = 8;
 const BODY_MAX = 256 * 1024;
 const URL_MAX = 8192;
 
-/** mulberry32: small, fast, good enough to drive a fuzzer, and replayable from one 32-bit seed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const rand = prng(SEED);
 const int = (n: number): number => Math.floor(rand() * n);

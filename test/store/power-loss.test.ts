@@ -17,6 +17,7 @@ import type { ModelLog } from '../../src/store/model-log.js';
 import type { Durability, RecordView } from '../../src/store/types.js';
 import { FIELDS, ModelOfLog } from './interleave/model.js';
 import { removeTmpDirs, tmpDir } from './helpers.js';
+import { prng } from '../support/prng.js';
 
 afterEach(removeTmpDirs);
 
@@ -164,17 +165,6 @@ class PowerLossIo implements FileIo {
   }
 }
 
-/** Mulberry32: a seeded PRNG so a failing round can be replayed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 async function readAll(log: ModelLog): Promise<RecordView[]> {
   const out: RecordView[] = [];

@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Scheduler } from 'fast-check';
-import type { FileIo } from '../../../src/store/file-io.js';
+import { type FileIo, fsyncDirSync, writeFileAtomicSync } from '../../../src/store/file-io.js';
 
 export class ScheduledIo implements FileIo {
   constructor(private readonly s: Scheduler) {}
@@ -39,18 +39,7 @@ export class ScheduledIo implements FileIo {
   }
 
   replaceFile(file: string, data: Buffer): Promise<void> {
-    return this.step(`replace ${shortName(file)}`, () => {
-      const tmp = `${file}.tmp`;
-      const fd = fs.openSync(tmp, 'w');
-      try {
-        fs.writeSync(fd, data, 0, data.length, 0);
-        fs.fdatasyncSync(fd);
-      } finally {
-        fs.closeSync(fd);
-      }
-      fs.renameSync(tmp, file);
-      fsyncDirSync(path.dirname(file));
-    });
+    return this.step(`replace ${shortName(file)}`, () => writeFileAtomicSync(path.dirname(file), path.basename(file), data));
   }
 
   overwrite(fd: number, data: Buffer, pos: number): Promise<void> {
@@ -75,15 +64,6 @@ export class ScheduledIo implements FileIo {
   private async step<T>(label: string, run: () => T): Promise<T> {
     await this.s.schedule(Promise.resolve(), label);
     return run();
-  }
-}
-
-function fsyncDirSync(dir: string): void {
-  const fd = fs.openSync(dir, 'r');
-  try {
-    fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
   }
 }
 
