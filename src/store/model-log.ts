@@ -11,7 +11,7 @@ import { Writer } from './writer.js';
 import { LatencyHistogram } from './latency.js';
 import { type ManifestWriter } from './manifest.js';
 import { addLostRange, createModelDirSync, manifestOf, openModelDirSync } from './recovery.js';
-import { readRange, decodeValues, fitRange, plannedBytes, projection, toView, type Projection } from './reader.js';
+import { bytesOf, decodeValues, fitRange, planParts, projection, readPlanned, readRange, toView, type Projection } from './reader.js';
 import { applyRetention, totalBytes } from './retention.js';
 import { writeIndex } from './index-file.js';
 import { SerialQueue } from '../util/atomic-file.js';
@@ -165,14 +165,15 @@ export class ModelLog {
     const lo = q.order === 'asc' ? firstId + skip : Math.max(firstId, lastId - skip - q.size + 1);
     const hi = q.order === 'asc' ? Math.min(lastId, firstId + skip + q.size - 1) : lastId - skip;
     if (lo > hi) return { total, records: [] };
-    const bytes = plannedBytes(g.segments, lo, hi);
+    const plan = planParts(g.segments, lo, hi);
+    const bytes = bytesOf(plan);
     if (bytes > PAGE_BYTES_MAX) {
       throw new InvalidArgumentError(
         `size: a page of ${q.size} records here reads ${Math.ceil(bytes / MIB)} MiB of stored records, more than the ` +
           `${PAGE_BYTES_MAX / MIB} MiB a page may; ask for fewer records per page`,
       );
     }
-    const recs = await readRange(this.c.io, g.segments, lo, hi, this.onLost);
+    const recs = await readPlanned(this.c.io, plan, this.onLost);
     const records = recs.map((r) => toView(p, r.id, r.ts, decodeValues(r.payload)));
     if (q.order === 'desc') records.reverse();
     return { total, records };

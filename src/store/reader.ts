@@ -32,7 +32,7 @@ export function segmentIndexOf(segments: readonly Segment[], id: number): number
   return lo;
 }
 
-interface Part {
+export interface Part {
   seg: Segment;
   lo: number;
   hi: number;
@@ -41,9 +41,15 @@ interface Part {
 }
 
 /** Records with ids in [a, b], ascending, newest version of each; ids lost to corruption are skipped. */
-export async function readRange(io: FileIo, segments: readonly Segment[], a: number, b: number, lost: LostFn): Promise<StoredRecord[]> {
-  const parts = planParts(segments, a, b);
-  // Retained in the same synchronous step as the plan, and released by the same captured handles.
+export function readRange(io: FileIo, segments: readonly Segment[], a: number, b: number, lost: LostFn): Promise<StoredRecord[]> {
+  return readPlanned(io, planParts(segments, a, b), lost);
+}
+
+/**
+ * Reads a plan made by planParts. Call it in the same synchronous step as the plan: the files are retained
+ * here, before any await, and released by the same captured handles.
+ */
+export async function readPlanned(io: FileIo, parts: readonly Part[], lost: LostFn): Promise<StoredRecord[]> {
   const files = parts.map((p) => p.seg.file.retain());
   try {
     const out: StoredRecord[] = [];
@@ -58,9 +64,13 @@ export async function readRange(io: FileIo, segments: readonly Segment[], a: num
  * Stored bytes of the records with ids [a, b]. A sealed segment's sparse index gives byte ranges of whole
  * groups of SPARSE_STRIDE ids, so its share is prorated by the ids asked for.
  */
-export function plannedBytes(segments: readonly Segment[], a: number, b: number): number {
+function plannedBytes(segments: readonly Segment[], a: number, b: number): number {
+  return bytesOf(planParts(segments, a, b));
+}
+
+export function bytesOf(parts: readonly Part[]): number {
   let n = 0;
-  for (const p of planParts(segments, a, b)) {
+  for (const p of parts) {
     const covered = p.seg.sparse ? coveredIds(p.seg, p.lo, p.hi) : p.hi - p.lo + 1;
     n += ((p.end - p.start) * (p.hi - p.lo + 1)) / covered;
   }
@@ -87,7 +97,7 @@ export function fitRange(segments: readonly Segment[], a: number, b: number, byt
 }
 
 /** Synchronous, so the byte ranges are taken from one consistent state of the index. */
-function planParts(segments: readonly Segment[], a: number, b: number): Part[] {
+export function planParts(segments: readonly Segment[], a: number, b: number): Part[] {
   const parts: Part[] = [];
   for (let i = segmentIndexOf(segments, a); i < segments.length && segments[i].firstId <= b; i++) {
     const seg = segments[i];
