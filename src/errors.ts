@@ -89,6 +89,20 @@ export class UnavailableError extends EdgeError {
   }
 }
 
+/**
+ * A push that met a read-only store (contract 19): 503 with Retry-After, and in `data` which payload lines
+ * are kept, so a client resends exactly the others and stores each record once.
+ */
+export class PushPartlyKeptError extends UnavailableError {
+  constructor(
+    message: string,
+    readonly data: { accepted: number; failed: number; kept: number[] },
+  ) {
+    super(message, 5, undefined, 'ERR_STORE_READ_ONLY');
+    this.name = 'PushPartlyKeptError';
+  }
+}
+
 /** A model's log refuses writes after a disk-full or I/O error, until space is back. */
 export class StoreReadOnlyError extends UnavailableError {
   constructor(modelId: string, reason: string, options?: ErrorOptions) {

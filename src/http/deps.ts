@@ -9,6 +9,7 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config/types.js';
 import type { DataModel } from '../models/types.js';
+import type { PushResult } from '../scripts/types.js';
 import type { ExportRange, ModelLogStats, PageQuery, PageResult, RecordView, RecoveryFindings } from '../store/types.js';
 
 export type Awaitable<T> = T | Promise<T>;
@@ -46,13 +47,7 @@ export interface RegistryApi {
   applyTemplate(schemaUuid: string, templateId: string): Promise<unknown>;
 }
 
-export interface PushResult {
-  accepted: number;
-  failed: number;
-  errors: unknown[];
-  /** A model's store turned read-only during the push (disk full): its message. */
-  storeReadOnly?: string;
-}
+export type { PushResult };
 
 export interface EngineApi {
   listRules(): Awaitable<unknown>;

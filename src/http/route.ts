@@ -8,7 +8,15 @@
  * a logged 500 `internal error`.
  */
 import type { Logger } from 'pino';
-import { EdgeError, InvalidArgumentError, MethodNotAllowedError, NotFoundError, PayloadTooLargeError, UriTooLongError } from '../errors.js';
+import {
+  EdgeError,
+  InvalidArgumentError,
+  MethodNotAllowedError,
+  NotFoundError,
+  PayloadTooLargeError,
+  PushPartlyKeptError,
+  UriTooLongError,
+} from '../errors.js';
 import { parseQueryString, type QueryParams } from './params.js';
 import type { HttpRequest, HttpResponse, TemplatedApp } from './uws.js';
 
@@ -497,10 +505,12 @@ export class Router {
     if (!ex.open) return;
     let status = 500;
     let msg = 'internal error';
+    let data: unknown = null;
     const extra: Record<string, string> = {};
     if (err instanceof EdgeError) {
       status = err.status;
       msg = err.message;
+      if (err instanceof PushPartlyKeptError) data = err.data;
       const retry = (err as { retryAfterS?: unknown }).retryAfterS;
       if (typeof retry === 'number' && retry > 0) extra['Retry-After'] = String(Math.ceil(retry));
       if (err instanceof AllowError) extra.Allow = err.allowed.join(', ');
@@ -513,7 +523,7 @@ export class Router {
     }
     // An unread request body would otherwise stay on the connection.
     const close = status === 413 || (ctx.body === EMPTY && ctx.method !== 'GET' && hasBody(ctx));
-    this.writeJson(ex, ctx, status, JSON.stringify({ code: status, msg, data: null }), extra, close);
+    this.writeJson(ex, ctx, status, JSON.stringify({ code: status, msg, data }), extra, close);
   }
 }
 

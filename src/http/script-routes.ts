@@ -2,7 +2,7 @@
  * Inputs ("inends"), the push endpoint, and rules (contract section 7). Management calls need the admin
  * token; a push needs the input's own push token. Without a script engine every route answers 503.
  */
-import { AuthError, InvalidArgumentError, NotFoundError, UnavailableError } from '../errors.js';
+import { AuthError, InvalidArgumentError, NotFoundError, PushPartlyKeptError, UnavailableError } from '../errors.js';
 import { bearerToken, type FailureLimiter } from './auth.js';
 import type { EngineApi } from './deps.js';
 import { required } from './params.js';
@@ -83,13 +83,11 @@ export function addScriptRoutes(router: Router, engine: EngineApi | undefined, g
       const payloads = pushPayloads(ctx);
       const result = await e.push(uuid, payloads);
       if (result.storeReadOnly !== undefined) {
-        // 503 so the client backs off; it must know that the accepted part is kept, to resend only the rest.
-        throw new UnavailableError(
-          `${result.storeReadOnly}; of ${payloads.length} payloads ${result.accepted} were accepted and are ` +
-            `kept until space returns, ${result.failed} failed`,
-          5,
-          undefined,
-          'ERR_STORE_READ_ONLY',
+        // 503 so the client backs off; `kept` names the lines stored (written when space returns): resend only the others.
+        throw new PushPartlyKeptError(
+          `${result.storeReadOnly}; of ${payloads.length} payloads ${result.accepted} are stored and kept (data.kept lists ` +
+            `their line numbers), ${result.failed} were not stored: resend only those`,
+          { accepted: result.accepted, failed: result.failed, kept: result.kept ?? [] },
         );
       }
       return result;

@@ -62,15 +62,20 @@ class PushTicket {
     this.done = new Promise((resolve) => (this.resolve = resolve));
   }
 
+  private readonly kept: number[] = [];
+
   settle(index: number, error: string | undefined, storeReadOnly: string | undefined): void {
     if (storeReadOnly !== undefined) this.result.storeReadOnly ??= storeReadOnly;
-    if (error === undefined) this.result.accepted++;
-    else {
+    if (error === undefined) {
+      this.result.accepted++;
+      this.kept.push(index + 1);
+    } else {
       this.result.failed++;
       if (this.result.errors.length < PUSH_ERRORS_MAX) this.result.errors.push({ index, message: error });
     }
     if (--this.remaining === 0) {
       this.result.errors.sort((a, b) => a.index - b.index);
+      if (this.result.storeReadOnly !== undefined) this.result.kept = this.kept.sort((a, b) => a - b);
       this.resolve(this.result);
     }
   }
@@ -226,6 +231,7 @@ export class InputDispatcher {
           for (const op of single.ops) merged.ops.push({ ...op, payload: p, rule: r });
           for (const e of single.errors) merged.errors.push({ ...e, payload: p, rule: r });
           for (const d of single.debug) merged.debug.push({ ...d, rule: r });
+          if (single.readOnlyPayloads !== undefined) (merged.readOnlyPayloads ??= []).push(p);
           const s = merged.summaries[r];
           s.invocations += single.summaries[0].invocations;
           s.failures += single.summaries[0].failures;
@@ -277,6 +283,13 @@ export class InputDispatcher {
       log?.('warn', { rule, inend: inendUuid, ...(e.line !== undefined ? { line: e.line } : {}), ...repeated }, e.message);
     }
     for (const d of result.debug) log?.('info', { rule: batch.rules[d.rule].uuid, inend: inendUuid }, d.message);
+    // The store turned read-only after this push was admitted: rds refused these payloads' records in the
+    // worker (whatever the script did with the error). Not stored, and the push must answer 503.
+    for (const p of result.readOnlyPayloads ?? []) {
+      const message = 'store read-only: the record was refused while the disk could not be written';
+      if (!failures.has(p)) failures.set(p, message);
+      readOnly.set(p, message);
+    }
     const touched = new Map<RecordLog, { lastId: number; payloads: Set<number> }>();
     // The registry cannot change while this runs: look each model's log up once per batch, not per record.
     const logs = new Map<string, RecordLog>();
@@ -316,8 +329,11 @@ export class InputDispatcher {
         } catch (err) {
           const message = (err as Error).message;
           for (const p of payloads) {
-            if (!failures.has(p)) failures.set(p, `store: ${message}`);
-            if (err instanceof StoreReadOnlyError && !readOnly.has(p)) readOnly.set(p, message);
+            // Read-only: the records are appended and stay in memory until space returns. They are kept,
+            // not failed: a client that resent them would store them twice.
+            if (err instanceof StoreReadOnlyError) {
+              if (!readOnly.has(p)) readOnly.set(p, message);
+            } else if (!failures.has(p)) failures.set(p, `store: ${message}`);
           }
         }
       }),

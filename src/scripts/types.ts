@@ -61,6 +61,8 @@ export interface PushResult {
    * returns.
    */
   storeReadOnly?: string;
+  /** With storeReadOnly: the 1-based numbers of the payloads (NDJSON lines) whose records are kept. */
+  kept?: number[];
 }
 
 export interface RuleError {
@@ -183,4 +185,6 @@ export interface RunResult {
   debug: Array<{ rule: number; message: string }>;
   /** Time the worker spent on the task; sizes the next batches. */
   elapsedMs?: number;
+  /** Payloads for which rds refused a record because the model's store was read-only. */
+  readOnlyPayloads?: number[];
 }

@@ -38,6 +38,7 @@ function recordBytes(record: Record<string, unknown>): number {
 class InvocationContext implements LibHost {
   models = new Map<string, DataModel>();
   readOnly = new Set<string>();
+  readOnlyPayloads = new Set<number>();
   ops = new OpPacker();
   debugLines: RunResult['debug'] = [];
   payload = 0;
@@ -51,7 +52,10 @@ class InvocationContext implements LibHost {
     if (!model) return `unknown model ${uuid}`;
     const check = checkRecord(model, input, kind);
     if (!check.ok) return check.error;
-    if (this.readOnly.has(uuid)) return `store read-only for model ${uuid}`;
+    if (this.readOnly.has(uuid)) {
+      this.readOnlyPayloads.add(this.payload);
+      return `store read-only for model ${uuid}`;
+    }
     if (++this.recordsThisInvocation > RECORDS_PER_INVOCATION_MAX) {
       return `too many records in one invocation (at most ${RECORDS_PER_INVOCATION_MAX})`;
     }
@@ -113,6 +117,7 @@ export class ScriptWorker {
     }
     if (task.rulesEpoch !== this.rulesEpoch) this.pruneRules(task.liveRuleIds, task.rulesEpoch);
     ctx.readOnly = new Set(task.readOnlyModels);
+    ctx.readOnlyPayloads = new Set();
     ctx.ops = new OpPacker();
     ctx.debugLines = [];
     const rules = task.rules.map((r) => this.compiledRule(r));
@@ -147,6 +152,7 @@ export class ScriptWorker {
       }
     }
     result.ops = ctx.ops.finish();
+    if (ctx.readOnlyPayloads.size > 0) result.readOnlyPayloads = [...ctx.readOnlyPayloads];
     result.elapsedMs = performance.now() - taskStarted;
     return result;
   }

@@ -5,7 +5,7 @@
  */
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NotFoundError, UnavailableError } from '../../src/errors.js';
+import { NotFoundError, PushPartlyKeptError, UnavailableError } from '../../src/errors.js';
 import { RawReply, Router, StreamReply } from '../../src/http/route.js';
 import uWS, { type us_listen_socket } from '../../src/http/uws.js';
 
@@ -35,6 +35,7 @@ beforeAll(async () => {
     })
     .add({ method: 'GET', path: '/api/edge', handler: () => { throw new NotFoundError('no such thing'); } })
     .add({ method: 'GET', path: '/api/busy', handler: () => { throw new UnavailableError('queue full', 3); } })
+    .add({ method: 'GET', path: '/api/kept', handler: () => { throw new PushPartlyKeptError('read-only', { accepted: 2, failed: 1, kept: [1, 3] }); } })
     .add({ method: 'GET', path: '/api/slow', handler: () => new Promise((r) => setTimeout(() => r({ ok: true }), 300)) })
     .add({ method: 'POST', path: '/api/echo', handler: (ctx) => ({ bytes: ctx.body.length, text: ctx.body.toString() }) })
     .add({
@@ -80,6 +81,13 @@ describe('route wrapper', () => {
     const r = await fetch(base + path);
     expect(r.status).toBe(500);
     expect(await r.text()).toBe('{"code":500,"msg":"internal error","data":null}');
+  });
+
+  it('a push partly kept answers 503 with Retry-After and the kept lines in data', async () => {
+    const r = await fetch(`${base}/api/kept`);
+    expect(r.status).toBe(503);
+    expect(r.headers.get('retry-after')).toBe('5');
+    expect(await r.json()).toEqual({ code: 503, msg: 'read-only', data: { accepted: 2, failed: 1, kept: [1, 3] } });
   });
 
   it('maps EdgeErrors to their status; 503 carries Retry-After', async () => {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { ModelRegistry } from '../../src/models/registry.js';
 import { ScriptEngine } from '../../src/scripts/engine.js';
 import type { Config } from '../../src/config/types.js';
-import { Store } from '../../src/store/index.js';
+import { type FileIo, Store } from '../../src/store/index.js';
 import type { Durability, RecordView } from '../../src/store/types.js';
 
 export const SAMPLE_MODEL_ATTRIBUTES = [
@@ -40,7 +40,7 @@ export interface Harness {
 
 export async function openHarness(
   limits: Partial<Config['scripts']> = {},
-  opts: { durability?: Durability; log?: (level: string, obj: object, msg: string) => void } = {},
+  opts: { durability?: Durability; log?: (level: string, obj: object, msg: string) => void; fileIo?: FileIo } = {},
 ): Promise<Harness> {
   const dir = await mkdtemp(join(tmpdir(), 'edge-scripts-'));
   const store = await Store.open({
@@ -50,7 +50,7 @@ export async function openHarness(
     segmentBytesMax: 8 * 1024 * 1024,
     segmentAgeMsMax: 3_600_000,
     retention: { maxRecords: 0, maxBytes: 0, maxAgeMs: 0 },
-  });
+  }, { fileIo: opts.fileIo, readOnlyRetryMs: 20 });
   const registry = await ModelRegistry.open({ dataDir: dir, store });
   const engine = await ScriptEngine.open({ dataDir: dir, config: { ...SCRIPT_LIMITS, ...limits }, registry, log: opts.log });
   return {
