@@ -103,6 +103,16 @@ export class PushPartlyKeptError extends UnavailableError {
   }
 }
 
+/** A metadata file (models.json, rules.json, inends.json, credentials) could not be replaced: nothing changed. */
+export class MetadataWriteError extends UnavailableError {
+  constructor(file: string, cause: unknown) {
+    const code = (cause as NodeJS.ErrnoException)?.code;
+    const why = code === 'ENOSPC' ? 'disk full (ENOSPC)' : `I/O error (${code ?? (cause as Error)?.message ?? 'unknown'})`;
+    super(`could not write ${file}: ${why}; nothing was changed, try again when the disk is writable`, 5, { cause }, 'ERR_METADATA_WRITE');
+    this.name = 'MetadataWriteError';
+  }
+}
+
 /** A model's log refuses writes after a disk-full or I/O error, until space is back. */
 export class StoreReadOnlyError extends UnavailableError {
   constructor(modelId: string, reason: string, options?: ErrorOptions) {

@@ -3,7 +3,7 @@
  * variables; validates every value; creates the data directory; fills in generated credentials.
  */
 import { access, constants, readFile, stat } from 'node:fs/promises';
-import { mkdirDurable } from '../util/atomic-file.js';
+import { mkdirDurable, removeTempFiles } from '../util/atomic-file.js';
 import { availableParallelism } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { InvalidArgumentError } from '../errors.js';
@@ -183,4 +183,5 @@ async function prepareDataDir(dir: string): Promise<void> {
   } catch {
     throw new InvalidArgumentError(`[main] data_dir ${dir} is not writable by this user`);
   }
+  await removeTempFiles(dir);
 }

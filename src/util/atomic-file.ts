@@ -1,23 +1,47 @@
-import { mkdir, open, rename, stat } from 'node:fs/promises';
+import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import { dirname, basename, join, resolve } from 'node:path';
+import { MetadataWriteError } from '../errors.js';
+
+/** Temp files of writeFileAtomic: `.<name>.<pid>.<ms>.tmp`. */
+const TEMP_FILE = /^\..+\.\d+\.\d+\.tmp$/;
 
 /**
  * Replaces `path` with `text` so that a crash at any moment leaves either the old or the new file,
  * never a torn one: write a temp file beside it, fsync it, rename over the target, fsync the directory.
+ * The rename is the one commit point. A failure before it removes the temp file and throws
+ * MetadataWriteError (503 naming the file): nothing changed, so the caller leaves its memory as it was.
+ * After it the change is made, whatever the directory fsync says (a failure there is a warning), so the
+ * caller's memory must follow.
  */
 export async function writeFileAtomic(path: string, text: string | Uint8Array): Promise<void> {
   const dir = dirname(path);
-  await mkdirDurable(dir);
   const tmpPath = join(dir, `.${basename(path)}.${process.pid}.${Date.now()}.tmp`);
-  const file = await open(tmpPath, 'w', 0o600);
   try {
-    await file.writeFile(text);
-    await file.sync();
-  } finally {
-    await file.close();
+    await mkdirDurable(dir);
+    const file = await open(tmpPath, 'w', 0o600);
+    try {
+      await file.writeFile(text);
+      await file.sync();
+    } finally {
+      await file.close();
+    }
+    await rename(tmpPath, path);
+  } catch (err) {
+    await rm(tmpPath, { force: true }).catch(() => {});
+    throw new MetadataWriteError(path, err);
   }
-  await rename(tmpPath, path);
-  await fsyncDir(dir);
+  await fsyncDir(dir).catch((err: unknown) =>
+    process.emitWarning(`${path} was replaced, but the fsync of ${dir} failed (${errnoText(err)}): the change may not survive a power loss`),
+  );
+}
+
+/** Removes temp files a failed or interrupted writeFileAtomic left in `dir`. */
+export async function removeTempFiles(dir: string): Promise<void> {
+  for (const name of await readdir(dir)) if (TEMP_FILE.test(name)) await rm(join(dir, name), { force: true });
+}
+
+function errnoText(err: unknown): string {
+  return (err as NodeJS.ErrnoException)?.code ?? (err as Error)?.message ?? String(err);
 }
 
 /**

@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm, stat, writeFile, chmod, mkdir, symlink } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, rm, stat, writeFile, chmod, mkdir, symlink } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -223,5 +223,16 @@ describe('data_dir that cannot hold the data', () => {
       expect(err).toBeInstanceOf(InvalidArgumentError);
       expect((err as Error).message).toBe(`[main] data_dir ${dataDir} ${why}`);
     }
+  });
+});
+
+describe('temp files of failed metadata writes', () => {
+  it('are removed at start; other files stay', async () => {
+    const dataDir = join(dir, 'data');
+    await mkdir(dataDir, { recursive: true });
+    await writeFile(join(dataDir, '.models.json.4242.1795440000000.tmp'), 'half');
+    await writeFile(join(dataDir, 'notes.tmp'), 'mine');
+    await load(`[main]\ndata_dir = ${dataDir}\n`);
+    expect((await readdir(dataDir)).sort()).toEqual(['credentials.ini', 'notes.tmp']);
   });
 });
