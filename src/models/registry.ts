@@ -53,8 +53,18 @@ export class ModelRegistry {
     if (!existsSync(file)) await refuseOrphanedData(file, opts.store);
     const registry = new ModelRegistry(file, opts.store, await readModelsFile(file));
     await registry.finishPendingDrops();
+    const dirs = new Set(await opts.store.modelDirs());
     for (const model of registry.models) {
       if (!model.published) continue;
+      if (!dirs.has(model.uuid)) {
+        // Opening would create it empty: the records would be gone without a word, and ids start over.
+        const dir = `${opts.store.options.rootDir}/${model.uuid}`;
+        registry.closedModels.set(
+          model.uuid,
+          `model ${model.name} (${model.uuid}) cannot be opened: its data directory ${dir} is missing; restore it, or fix the model (schema/fix) to start it empty`,
+        );
+        continue;
+      }
       try {
         registry.logs.set(model.uuid, await opts.store.openModel(model.uuid, specOf(model)));
       } catch (err) {

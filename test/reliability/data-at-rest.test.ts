@@ -111,3 +111,29 @@ function frameStarts(b: Buffer): number[] {
   for (let off = 32; off + 8 <= b.length; off += b.readUInt32LE(off) + 8) out.push(off);
   return out;
 }
+
+describe('a published model whose data directory is gone', () => {
+  it('stays closed with a 503 that says how to recover, instead of opening empty with ids from 1', async () => {
+    const dir = path.join(tmp, 'gone');
+    fs.mkdirSync(dir);
+    const { file, dataDir } = writeConfig(dir);
+    let svc = await startService(file);
+    const p = await setupPipeline(svc.base, 'lost');
+    expect((await pushNdjson(svc.base, p, [payload(1, 1, 0, 1)])).status).toBe(200);
+    await svc.kill('SIGTERM');
+    fs.rmSync(path.join(dataDir, 'store', p.model), { recursive: true });
+    svc = await startService(file);
+    try {
+      const last = await call(svc.base, `/api/v1/datacenter/queryLastData?uuid=${p.model}&secrets=${SECRET}`, { token: null });
+      expect(last.status).toBe(503);
+      expect(last.body.msg).toContain(`its data directory ${path.join(dataDir, 'store', p.model)} is missing`);
+      expect((await pushNdjson(svc.base, p, [payload(2, 2, 0, 1)])).status).toBe(200); // the rule reports the model, nothing stored
+      expect((await call(svc.base, `/api/v1/schema/fix?uuid=${p.model}&confirm=true`, { method: 'POST' })).status).toBe(200);
+      expect((await call(svc.base, `/api/v1/schema/publish?uuid=${p.model}`, { method: 'POST' })).status).toBe(200);
+      const fresh = await call(svc.base, `/api/v1/datacenter/queryLastData?uuid=${p.model}&secrets=${SECRET}`, { token: null });
+      expect(fresh.status).toBe(200);
+    } finally {
+      await svc.kill('SIGTERM');
+    }
+  }, 60_000);
+});
