@@ -83,8 +83,13 @@ export class Store {
 
   /** Ids of the model directories on disk, open or not. */
   async modelDirs(): Promise<string[]> {
-    const entries = await fs.promises.readdir(this.options.rootDir, { withFileTypes: true });
-    return entries.filter((e) => e.isDirectory() && !e.name.startsWith('.')).map((e) => e.name);
+    try {
+      const entries = await fs.promises.readdir(this.options.rootDir, { withFileTypes: true });
+      return entries.filter((e) => e.isDirectory() && !e.name.startsWith('.')).map((e) => e.name);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw e;
+    }
   }
 
   model(modelId: string): ModelLog | undefined {
