@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { SECRET, call, payload, pushNdjson, setupPipeline, startService, writeConfig } from './support/service.mjs';
+import { SECRET, call, configIn, payload, pushNdjson, setupPipeline, startService, writeConfig } from './support/service.mjs';
 import { Store } from '../../src/store/store.js';
 import { storeOptions } from '../../src/store/constants.js';
 import { StateError } from '../../src/errors.js';
@@ -64,9 +64,7 @@ describe('attribute order kept by the store', () => {
 
 describe('recovery findings reach the operator and stay until acknowledged', () => {
   it('a cut tail and a corrupt record: warn log, /metrics, schema/detail across restarts, then acknowledged', async () => {
-    const dir = path.join(tmp, 'findings');
-    fs.mkdirSync(dir);
-    const { file, dataDir } = writeConfig(dir);
+    const { file, dataDir } = configIn(tmp, 'findings');
     let svc = await startService(file);
     const p = await setupPipeline(svc.base, 'plant');
     const lines = Array.from({ length: 20 }, (_, i) => payload(i + 1, 1, i, 1));
@@ -114,9 +112,7 @@ function frameStarts(b: Buffer): number[] {
 
 describe('a published model whose data directory is gone', () => {
   it('stays closed with a 503 that says how to recover, instead of opening empty with ids from 1', async () => {
-    const dir = path.join(tmp, 'gone');
-    fs.mkdirSync(dir);
-    const { file, dataDir } = writeConfig(dir);
+    const { file, dataDir } = configIn(tmp, 'gone');
     let svc = await startService(file);
     const p = await setupPipeline(svc.base, 'lost');
     expect((await pushNdjson(svc.base, p, [payload(1, 1, 0, 1)])).status).toBe(200);

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { cliPath, setupPipeline, startService, writeConfig } from './support/service.mjs';
+import { cliPath, configIn, setupPipeline, startService } from './support/service.mjs';
 import { Store } from '../../src/store/store.js';
 import { storeOptions } from '../../src/store/constants.js';
 import { StateError } from '../../src/errors.js';
@@ -33,9 +33,7 @@ function serveExpectingExit(configFile: string): Promise<{ code: number | null; 
 
 describe('a single instance per data directory and address', () => {
   it('a second service on the same data directory exits 1 naming it; a kill -9 leaves a lock the next start takes over', async () => {
-    const dir = path.join(tmp, 'a');
-    fs.mkdirSync(dir);
-    const { file, dataDir } = writeConfig(dir);
+    const { file, dataDir } = configIn(tmp, 'a');
     const first = await startService(file);
     const second = await serveExpectingExit(file);
     expect(second.code).toBe(1);
@@ -49,13 +47,9 @@ describe('a single instance per data directory and address', () => {
   }, 60_000);
 
   it('a second service on the same host:port exits 1 naming the address', async () => {
-    const a = path.join(tmp, 'b1');
-    const b = path.join(tmp, 'b2');
-    fs.mkdirSync(a);
-    fs.mkdirSync(b);
-    const first = await startService(writeConfig(a).file);
+    const first = await startService(configIn(tmp, 'b1').file);
     const port = new URL(first.base).port;
-    const { file } = writeConfig(b);
+    const { file } = configIn(tmp, 'b2');
     fs.writeFileSync(file, fs.readFileSync(file, 'utf8').replace('port = 0', `port = ${port}`));
     const second = await serveExpectingExit(file);
     expect(second.code).toBe(1);
@@ -77,9 +71,7 @@ describe('a single instance per data directory and address', () => {
 
 describe('models.json missing beside model data', () => {
   it('the service refuses to start, in one line that names the file and says how to recover', async () => {
-    const dir = path.join(tmp, 'd');
-    fs.mkdirSync(dir);
-    const { file, dataDir } = writeConfig(dir);
+    const { file, dataDir } = configIn(tmp, 'd');
     const svc = await startService(file);
     await setupPipeline(svc.base);
     await svc.kill('SIGTERM');
@@ -97,9 +89,7 @@ describe('models.json missing beside model data', () => {
 
 describe('damaged metadata files', () => {
   it.each(['rules.json', 'inends.json', 'models.json'])('a corrupt %s stops the start with one line naming the file', async (name) => {
-    const dir = path.join(tmp, `meta-${name}`);
-    fs.mkdirSync(dir);
-    const { file, dataDir } = writeConfig(dir);
+    const { file, dataDir } = configIn(tmp, `meta-${name}`);
     const svc = await startService(file);
     await setupPipeline(svc.base);
     await svc.kill('SIGTERM');

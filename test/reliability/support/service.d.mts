@@ -14,6 +14,7 @@ export interface ConfigOptions {
   scripts?: Record<string, string | number>;
 }
 export declare function writeConfig(dir: string, opts?: ConfigOptions): { file: string; dataDir: string };
+export declare function configIn(parent: string, name: string, opts?: ConfigOptions): { dir: string; file: string; dataDir: string };
 
 export interface Exit {
   code: number | null;

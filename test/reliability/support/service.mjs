@@ -42,6 +42,13 @@ export function writeConfig(dir, opts = {}) {
   return { file, dataDir };
 }
 
+/** writeConfig in a new directory `<parent>/<name>`. */
+export function configIn(parent, name, opts = {}) {
+  const dir = path.join(parent, name);
+  fs.mkdirSync(dir, { recursive: true });
+  return { dir, ...writeConfig(dir, opts) };
+}
+
 /**
  * Starts `node dist/cli.js serve --config FILE` and resolves once it printed its address.
  * `log` keeps the child's last output lines (stdout pino JSON and stderr) for failure messages.
