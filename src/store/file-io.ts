@@ -7,6 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { assert } from './constants.js';
+import { fsyncDir } from '../util/atomic-file.js';
 
 export interface FileIo {
   /** Gathers all queued chunks of a segment into one syscall; may write fewer bytes than asked. */
@@ -93,13 +94,8 @@ export class NodeFileIo implements FileIo {
     return fs.promises.rm(target, { recursive: true, force: true });
   }
 
-  async fsyncDir(dir: string): Promise<void> {
-    const fd = await call<number>((cb) => fs.open(dir, 'r', cb));
-    try {
-      await call<void>((cb) => fs.fsync(fd, (e) => cb(e, undefined)));
-    } finally {
-      fs.closeSync(fd);
-    }
+  fsyncDir(dir: string): Promise<void> {
+    return fsyncDir(dir);
   }
 }
 

@@ -139,19 +139,21 @@ function retireBelow(dir: string, segNos: number[], firstSegNo: number): number[
  * segment. A first frame the checkpoint vouches for (synced) is corruption, not a torn tail: kept.
  */
 function dropEmptyTail(dir: string, segNos: number[], cp: Checkpoint | undefined, report: RecoveryReport): void {
+  let dropped = false;
   while (segNos.length > 1) {
     const last = segNos[segNos.length - 1];
     const file = `${dir}/${segmentName(last)}`;
     const size = fs.statSync(file).size;
     const synced = cp !== undefined && cp.segNo === last && cp.offset > SEGMENT_HEADER_BYTES;
-    if (size > SEGMENT_HEADER_BYTES && (synced || firstFrameValid(file, size))) return;
+    if (size > SEGMENT_HEADER_BYTES && (synced || firstFrameValid(file, size))) break;
+    dropped = true;
     report.truncatedBytes += Math.max(0, size - SEGMENT_HEADER_BYTES);
     fs.rmSync(file, { force: true });
     fs.rmSync(`${dir}/${indexName(last)}`, { force: true });
     segNos.pop();
     fs.rmSync(`${dir}/${indexName(segNos[segNos.length - 1])}`, { force: true });
   }
-  if (segNos.length > 0) fsyncDirSync(dir);
+  if (dropped) fsyncDirSync(dir);
 }
 
 function firstFrameValid(file: string, size: number): boolean {
