@@ -352,7 +352,7 @@ function assertNamesFree(model: DataModel, names: string[], except?: string, sou
 }
 
 function specOf(model: DataModel): ModelSpec {
-  return { fields: model.attributes.map((a) => a.name) };
+  return { fields: model.attributes.map((a) => a.name), types: model.attributes.map((a) => a.type) };
 }
 
 /** Ids come from query strings; never echo a huge or odd value verbatim. */

@@ -43,12 +43,15 @@ import type {
   RetentionLimits,
   StoreOptions,
 } from './types.js';
+import type { StoredFields } from './fields-file.js';
 import { InvalidArgumentError, PayloadTooLargeError, UnavailableError } from '../errors.js';
 
 export interface ModelLogConfig {
   dir: string;
   modelId: string;
   fields: readonly string[];
+  /** The fields' types, kept in FIELDS so a retyped model definition is refused; optional for callers without types. */
+  types?: readonly string[];
   options: StoreOptions;
   retention: RetentionLimits;
   io: FileIo;
@@ -102,7 +105,7 @@ export class ModelLog {
     this.fieldIndex = new Map(this.fields.map((f, i) => [f, i]));
     this.fullProjection = projection(this.fields, undefined);
     this.retention = c.retention;
-    const opened = openModelDirSync(c.io, c.dir, c.modelId, this.fields);
+    const opened = openModelDirSync(c.io, c.dir, c.modelId, storedFields(this.c));
     this.recovery = opened.report;
     this.findingsBook = new FindingsBook(c.io, c.dir, opened.report);
     this.ageClock = new AgeClock(c.options.clockJumpMaxMs ?? CLOCK_JUMP_MAX_MS_DEFAULT, (m) => c.warn(`model ${c.modelId}: ${m}`));
@@ -452,7 +455,7 @@ export class ModelLog {
       await this.c.io.fsyncDir(path.dirname(this.c.dir));
     }
     if (this.gen === fresh) {
-      fresh.manifest = createModelDirSync(this.c.io, this.c.dir, fresh.segments[0], this.fields);
+      fresh.manifest = createModelDirSync(this.c.io, this.c.dir, fresh.segments[0], storedFields(this.c));
       fresh.writer.unblock();
     }
     if (trash) await this.c.io.remove(trash);
@@ -463,6 +466,10 @@ export class ModelLog {
     for (const s of g.segments) s.file.release();
     await g.manifest?.close();
   }
+}
+
+function storedFields(c: ModelLogConfig): StoredFields {
+  return c.types === undefined ? { names: c.fields } : { names: c.fields, types: c.types };
 }
 
 function validatePage(q: PageQuery, fields: readonly string[]): Projection {

@@ -23,7 +23,7 @@ import {
 } from './segment.js';
 import { applyIndex, encodeIndex, indexFits, indexOf, readIndexSync } from './index-file.js';
 import { scanSegment } from './scan.js';
-import { checkFieldsSync, writeFieldsSync } from './fields-file.js';
+import { type StoredFields, checkFieldsSync, writeFieldsSync } from './fields-file.js';
 import { type FileIo, fsyncDirSync, writeFileAtomicSync } from './file-io.js';
 import { FRAME_BYTES_MAX, FRAME_HEADER_BYTES, checkFrame, frameBytes, u32 } from './frame.js';
 import type { RecoveryReport } from './types.js';
@@ -35,7 +35,7 @@ export interface OpenedModel {
 }
 
 /** A brand-new model directory holding `seg` (empty; its file is created and attached) and a manifest. */
-export function createModelDirSync(io: FileIo, dir: string, seg: Segment, fields: readonly string[]): ManifestWriter {
+export function createModelDirSync(io: FileIo, dir: string, seg: Segment, fields: StoredFields): ManifestWriter {
   fs.mkdirSync(dir, { recursive: true });
   writeFieldsSync(dir, fields);
   const { segNo, firstId } = seg;
@@ -50,7 +50,7 @@ export function createModelDirSync(io: FileIo, dir: string, seg: Segment, fields
   return manifest;
 }
 
-export function openModelDirSync(io: FileIo, dir: string, modelId: string, fields: readonly string[]): OpenedModel {
+export function openModelDirSync(io: FileIo, dir: string, modelId: string, fields: StoredFields): OpenedModel {
   const t0 = performance.now();
   const report: RecoveryReport = {
     modelId,
@@ -176,7 +176,7 @@ function loadSegments(
   segNos: number[],
   m: Manifest | undefined,
   report: RecoveryReport,
-  fields: readonly string[],
+  fields: StoredFields,
 ): Segment[] {
   if (segNos.length === 0) {
     const seg = new Segment(m?.firstSegNo ?? 1, m?.firstId ?? 1, Date.now());

@@ -70,6 +70,7 @@ export class Store {
       dir: path.join(this.options.rootDir, modelId),
       modelId,
       fields: spec.fields,
+      ...(spec.types === undefined ? {} : { types: spec.types }),
       options: this.options,
       retention: { ...(spec.retention ?? this.options.retention) },
       io: this.io,

@@ -33,6 +33,8 @@ export interface RetentionLimits {
 export interface ModelSpec {
   /** Attribute names in model order. Payloads are encoded as a value array in this order. */
   fields: readonly string[];
+  /** The fields' types in the same order (the registry's attribute types); a reopen with other types is refused. */
+  types?: readonly string[];
   retention?: RetentionLimits;
 }
 

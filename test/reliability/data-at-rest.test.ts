@@ -29,6 +29,57 @@ describe('attribute order kept by the store', () => {
     await store.close();
   });
 
+  it('a log reopened with another type for an attribute is refused, naming it and both types', async () => {
+    const rootDir = path.join(tmp, 'typed');
+    let store = await Store.open(storeOptions({ rootDir }));
+    (await store.openModel('m', { fields: ['v', 's'], types: ['INTEGER', 'STRING'] })).save({ v: 1, s: 'a' });
+    await store.close();
+    store = await Store.open(storeOptions({ rootDir }));
+    await expect(store.openModel('m', { fields: ['v', 's'], types: ['STRING', 'STRING'] })).rejects.toThrow(
+      /other attribute types: v \(stored INTEGER, now STRING\)/,
+    );
+    expect((await store.openModel('m', { fields: ['v', 's'], types: ['INTEGER', 'STRING'] })).latest()).toMatchObject({ v: 1, s: 'a' });
+    await store.close();
+  });
+
+  it('a FIELDS file of format 1 (names only) gains the types at the next open, then guards them', async () => {
+    const rootDir = path.join(tmp, 'format1');
+    let store = await Store.open(storeOptions({ rootDir }));
+    (await store.openModel('m', { fields: ['v'] })).save({ v: 1 });
+    await store.close();
+    const fieldsFile = path.join(rootDir, 'm', 'FIELDS');
+    fs.writeFileSync(fieldsFile, `${JSON.stringify({ format: 1, fields: ['v'] })}\n`);
+    store = await Store.open(storeOptions({ rootDir }));
+    await store.openModel('m', { fields: ['v'], types: ['FLOAT'] });
+    await store.close();
+    expect(JSON.parse(fs.readFileSync(fieldsFile, 'utf8'))).toEqual({ format: 2, fields: ['v'], types: ['FLOAT'] });
+    store = await Store.open(storeOptions({ rootDir }));
+    await expect(store.openModel('m', { fields: ['v'], types: ['BOOL'] })).rejects.toThrow(StateError);
+    await store.close();
+  });
+
+  it('a retyped attribute in models.json closes that model with a 503 naming the attribute', async () => {
+    const { file, dataDir } = configIn(tmp, 'retyped');
+    let svc = await startService(file);
+    const p = await setupPipeline(svc.base, 'typed');
+    expect((await pushNdjson(svc.base, p, [payload(7, 1, 0, 3)])).status).toBe(200);
+    await svc.kill('SIGTERM');
+    const modelsFile = path.join(dataDir, 'models.json');
+    const state = JSON.parse(fs.readFileSync(modelsFile, 'utf8'));
+    const attr = state.models.find((m: { uuid: string }) => m.uuid === p.model).attributes.find((a: { name: string }) => a.name === 'temp');
+    const storedType = attr.type;
+    attr.type = storedType === 'STRING' ? 'INTEGER' : 'STRING';
+    fs.writeFileSync(modelsFile, JSON.stringify(state));
+    svc = await startService(file);
+    try {
+      const closed = await call(svc.base, `/api/v1/datacenter/queryLastData?uuid=${p.model}&secrets=${SECRET}`, { token: null });
+      expect(closed.status).toBe(503);
+      expect(closed.body.msg).toContain(`temp (stored ${storedType}, now ${attr.type})`);
+    } finally {
+      await svc.kill('SIGTERM');
+    }
+  }, 60_000);
+
   it('a reordered models.json closes that model with a 503 naming it; the other model serves', async () => {
     const { file, dataDir } = writeConfig(tmp);
     let svc = await startService(file);
