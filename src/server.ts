@@ -87,7 +87,7 @@ function logRecoveryFindings(registry: ModelRegistry, logger: Logger): void {
   const closed = new Set(registry.closed().map((c) => c.uuid));
   for (const model of registry.list()) {
     if (!model.published || closed.has(model.uuid)) continue;
-    const r = registry.log(model.uuid).recovery;
+    const r = registry.log(model.uuid).findingsAtOpen();
     if (r.truncatedBytes === 0 && r.lostRanges.length === 0) continue;
     logger.warn(
       { model: model.name, uuid: model.uuid, truncatedBytes: r.truncatedBytes, lostRanges: r.lostRanges },

@@ -5,8 +5,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Packr } from 'msgpackr';
-import { FRAME_HEADER_BYTES, FRAME_SAVE, FRAME_SUPERSEDE, type FrameType, checkFrame, sealFrame, frameTs } from './frame.js';
-import { Segment } from './segment.js';
+import { FRAME_HEADER_BYTES, FRAME_SAVE, FRAME_SUPERSEDE, type FrameType, checkFrame, sealFrame, frameId, frameTs } from './frame.js';
+import { Segment, newestRecordId } from './segment.js';
 import { Writer } from './writer.js';
 import { LatencyHistogram } from './latency.js';
 import { type ManifestWriter } from './manifest.js';
@@ -142,6 +142,8 @@ export class ModelLog {
       if (i === undefined) throw new InvalidArgumentError(`updateLast: unknown field ${JSON.stringify(k)}`);
       if (fields[k] !== undefined) values[i] = fields[k];
     }
+    // The newest id handed out lost its record (recovery): the update becomes a new record.
+    if (g.lastId !== g.nextId - 1) return this.append(g, FRAME_SAVE, g.nextId, Math.max(Date.now(), g.lastTs), values);
     return this.append(g, FRAME_SUPERSEDE, g.lastId, g.lastTs, values);
   }
 
@@ -162,7 +164,7 @@ export class ModelLog {
     const p = validatePage(q, this.fields);
     const g = this.gen;
     const firstId = g.segments[0].firstId;
-    const lastId = g.nextId - 1;
+    const lastId = newestRecordId(g.segments);
     const total = Math.max(0, lastId - firstId + 1);
     const skip = (q.current - 1) * q.size;
     const lo = q.order === 'asc' ? firstId + skip : Math.max(firstId, lastId - skip - q.size + 1);
@@ -235,6 +237,11 @@ export class ModelLog {
     return this.findingsBook.get();
   }
 
+  /** What this open found that was not reported or acknowledged before (the operator's log says it once). */
+  findingsAtOpen(): Pick<RecoveryReport, 'truncatedBytes' | 'lostRanges'> {
+    return this.findingsBook.newAtOpen;
+  }
+
   /** The operator has seen the findings: forget them (also on disk). */
   acknowledgeFindings(): Promise<void> {
     return this.findingsBook.acknowledge();
@@ -254,12 +261,13 @@ export class ModelLog {
     const g = this.gen;
     const w = g.writer;
     const firstId = g.segments[0].firstId;
-    const lastId = g.nextId - 1;
+    const lastId = newestRecordId(g.segments);
     return {
       state: w.state,
       total: Math.max(0, lastId - firstId + 1),
       firstId,
       lastId,
+      nextId: g.nextId,
       segments: g.segments.length,
       bytes: totalBytes(g.segments),
       pendingSyncBytes: w.pendingSyncBytes,
@@ -404,18 +412,16 @@ export class ModelLog {
   private loadLast(g: Gen): void {
     // From the newest segment: an updateLast that rolled the segment leaves the id in two segments, and
     // the newer one holds its newest version (readRange reads it from there too).
+    // Ids lost at the tail (see continueAfterHandedOut) may sit between it and nextId.
     let seg: Segment | undefined;
-    for (let i = g.segments.length - 1; i >= 0 && seg === undefined; i--) {
-      const s = g.segments[i];
-      if (s.lastId === g.nextId - 1 && s.count > 0) seg = s;
-    }
+    for (let i = g.segments.length - 1; i >= 0 && seg === undefined; i--) if (g.segments[i].count > 0) seg = g.segments[i];
     if (!seg?.file.attached) return;
     const b = Buffer.alloc(seg.bytes - seg.lastFrameOffset);
     fs.readSync(seg.file.fd, b, 0, b.length, seg.lastFrameOffset);
     const n = checkFrame(b, 0, b.length);
     if (n <= 0) return;
     g.lastValues = decodeValues(b.subarray(FRAME_HEADER_BYTES, n));
-    g.lastId = g.nextId - 1;
+    g.lastId = frameId(b, 0);
     g.lastTs = Math.max(g.lastTs, frameTs(b, 0));
     g.lastFrameBytes = n;
   }

@@ -74,6 +74,7 @@ export function openModelDirSync(io: FileIo, dir: string, modelId: string, field
   const segNos = retireBelow(dir, listSegments(dir), m?.firstSegNo ?? 0);
   dropEmptyTail(dir, segNos, m?.checkpoint, report);
   const segments = loadSegments(io, dir, segNos, m, report, fields);
+  continueAfterHandedOut(dir, segments, m?.checkpoint.lastId ?? 0, report);
   const manifest = read.manifest ? ManifestWriter.openSync(io, dir, read.seq) : ManifestWriter.createSync(io, dir, manifestOf(segments));
   if (read.manifest) manifest.writeSync(manifestOf(segments));
   reportGaps(segments, report);
@@ -256,6 +257,35 @@ function adoptCleanIndex(dir: string, seg: Segment, fd: number, size: number, la
     if (u32(b, 0) !== lastFrameCrc || ix.lastFrameCrc !== lastFrameCrc) return false;
   }
   return applyIndex(seg, ix, size);
+}
+
+/**
+ * The checkpoint's lastId was handed out (a reader may have seen it, a client may hold it). When the log
+ * now ends before it (a lost tail, a deleted or cut active segment), the ids in between are reported lost
+ * and the next id continues after it, in a new active segment, so no id ever names two records.
+ */
+function continueAfterHandedOut(dir: string, segments: Segment[], handedOutMax: number, report: RecoveryReport): void {
+  const active = segments[segments.length - 1];
+  if (handedOutMax <= active.lastId) return;
+  addLostRange(report.lostRanges, active.lastId + 1, handedOutMax);
+  const next = new Segment(active.segNo + (active.count > 0 ? 1 : 0), handedOutMax + 1, Date.now());
+  const header = { segNo: next.segNo, firstId: next.firstId, createdMs: next.createdMs };
+  if (active.count > 0) {
+    active.seal();
+    writeFileAtomicSync(dir, indexName(active.segNo), encodeIndex(indexOf(active)));
+    active.sealedOnDisk = true;
+    next.file.attach(createSegmentFileSync(dir, header));
+    fsyncDirSync(dir);
+    segments.push(next);
+    return;
+  }
+  // An empty active segment takes the new first id in its header instead: no empty segment is ever sealed.
+  active.file.release();
+  const fd = fs.openSync(`${dir}/${segmentName(active.segNo)}`, 'r+');
+  fs.writeSync(fd, encodeSegmentHeader(header), 0, SEGMENT_HEADER_BYTES, 0);
+  fs.fdatasyncSync(fd);
+  next.file.attach(fd);
+  segments[segments.length - 1] = next;
 }
 
 /** Records a lost id range unless a known range already covers it. */

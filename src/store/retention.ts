@@ -4,7 +4,7 @@
  * next open deletes. The active segment is never removed.
  */
 import type { FileIo } from './file-io.js';
-import { indexName, segmentName, type Segment } from './segment.js';
+import { indexName, newestRecordId, segmentName, type Segment } from './segment.js';
 import type { ManifestWriter } from './manifest.js';
 import { manifestOf } from './recovery.js';
 import type { RetentionLimits } from './types.js';
@@ -37,7 +37,8 @@ export async function applyRetention(
   nowMs: number,
 ): Promise<number> {
   let removed = 0;
-  const newestId = segments[segments.length - 1].lastId;
+  // The newest record, not the newest id: ids lost at the tail (recovery) may follow it in an empty segment.
+  const newestId = newestRecordId(segments);
   while (segments.length > 1 && segments[0].sealedOnDisk && segments[0].lastId < newestId && exceeded(segments, limits, nowMs)) {
     await manifest.write(() => manifestOf(segments.slice(1)));
     const head = segments.shift() as Segment;

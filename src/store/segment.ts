@@ -164,3 +164,9 @@ export class Segment {
     d[i] = off;
   }
 }
+
+/** Ids lost at the tail (see continueAfterHandedOut) leave an empty active segment after the newest record. */
+export function newestRecordId(segments: readonly Segment[]): number {
+  for (let i = segments.length - 1; i > 0; i--) if (segments[i].count > 0) return segments[i].lastId;
+  return segments[0].lastId;
+}

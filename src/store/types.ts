@@ -100,7 +100,10 @@ export interface ModelLogStats {
   state: ModelLogState;
   total: number;
   firstId: number;
+  /** Id of the newest record (firstId - 1 when there is none). */
   lastId: number;
+  /** The id the next save gets: ids are never handed out twice, so it may lie past ids lost at the tail. */
+  nextId: number;
   segments: number;
   bytes: number;
   /** Writes accepted but not yet covered by an fdatasync. */

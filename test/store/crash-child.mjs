@@ -17,7 +17,7 @@ for (;;) {
   const n = 1 + Math.floor(rand() * 20);
   let id = 0;
   for (let i = 0; i < n; i++) {
-    const next = log.stats().lastId + 1;
+    const next = log.stats().nextId;
     ver = 0;
     id = log.save(record(next, ver));
   }

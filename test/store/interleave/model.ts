@@ -18,7 +18,7 @@ interface Entry {
 
 /** What a read may return, fixed when it was called. */
 export interface ReadSnapshot {
-  entries: readonly Entry[];
+  entries: ReadonlyArray<Entry | undefined>;
   firstId: number;
   lastId: number;
   /** Versions of the newest record when the read was called. */
@@ -26,15 +26,21 @@ export interface ReadSnapshot {
 }
 
 export class ModelOfLog {
-  /** Replaced, never emptied in place, so snapshots held by reads in flight stay as they were. */
-  private entries: Entry[] = [];
+  /**
+   * Index id - 1. Replaced, never emptied in place, so snapshots held by reads in flight stay as they
+   * were. An undefined entry is an id that was handed out and lost in a crash before it was durable: the
+   * store reports it lost and never hands it out again.
+   */
+  private entries: Array<Entry | undefined> = [];
   /** Retention only moves the first id forward. */
   private firstIdSeen = 1;
 
   constructor(readonly name: string) {}
 
+  /** Id of the newest record; 0 when there is none. */
   get lastId(): number {
-    return this.entries.length;
+    for (let id = this.entries.length; id > 0; id--) if (this.entries[id - 1] !== undefined) return id;
+    return 0;
   }
 
   values(seq: number): Values {
@@ -47,12 +53,15 @@ export class ModelOfLog {
   }
 
   updated(id: number, values: Values): void {
+    // The newest id lost its record in a crash: update-last then stores a new record.
+    if (this.entries.length > 0 && this.entries[this.entries.length - 1] === undefined) return this.saved(id, values);
     expect(id, `${this.name}: updateLast returns the newest id`).toBe(this.entries.length);
-    this.entries[id - 1].versions.push(values);
+    (this.entries[id - 1] as Entry).versions.push(values);
   }
 
   newestValues(): Values | undefined {
-    return this.entries[this.entries.length - 1]?.versions.at(-1);
+    const id = this.lastId;
+    return id === 0 ? undefined : this.entries[id - 1]?.versions.at(-1);
   }
 
   cleared(): void {
@@ -64,14 +73,17 @@ export class ModelOfLog {
   ackPoint(): () => void {
     const entries = this.entries;
     const id = entries.length;
-    const version = id > 0 ? entries[id - 1].versions.length - 1 : -1;
+    const version = id > 0 ? (entries[id - 1]?.versions.length ?? 0) - 1 : -1;
     return () => {
-      for (let i = 0; i < id; i++) entries[i].acked = i === id - 1 ? Math.max(entries[i].acked, version) : entries[i].versions.length - 1;
+      for (let i = 0; i < id; i++) {
+        const e = entries[i];
+        if (e !== undefined) e.acked = i === id - 1 ? Math.max(e.acked, version) : e.versions.length - 1;
+      }
     };
   }
 
   snapshot(firstId: number, lastId: number): ReadSnapshot {
-    expect(lastId, `${this.name}: the log's last id`).toBe(this.entries.length);
+    expect(lastId, `${this.name}: the log's last id`).toBe(this.lastId);
     expect(firstId, `${this.name}: the first id never moves back`).toBeGreaterThanOrEqual(this.firstIdSeen);
     expect(firstId).toBeLessThanOrEqual(lastId + 1);
     this.firstIdSeen = firstId;
@@ -81,23 +93,40 @@ export class ModelOfLog {
 
   /**
    * After a crash: the log must hold a prefix of what was appended that keeps everything acknowledged,
-   * each record at a version no older than the acknowledged one. The model becomes that prefix.
+   * each record at a version no older than the acknowledged one. Ids this open reports lost (`lost`:
+   * what the store's findings newly name) must be unacknowledged ids past that prefix; they stay holes.
+   * The model becomes that prefix plus the holes.
    */
-  recovered(firstId: number, records: RecordView[]): void {
-    const lastId = records.length > 0 ? (records[records.length - 1].id as number) : firstId - 1;
-    const ackedThrough = this.entries.reduce((n, e, i) => (e.acked >= 0 ? i + 1 : n), 0);
+  recovered(firstId: number, records: RecordView[], lost: ReadonlyArray<{ fromId: number; toId: number }> = []): void {
+    // With no record left, the first id may already lie past the ids lost at the tail (a fresh segment).
+    const lastId = records.length > 0 ? (records[records.length - 1].id as number) : Math.min(firstId - 1, ...lost.map((r) => r.fromId - 1));
+    const ackedThrough = this.entries.reduce((n, e, i) => (e !== undefined && e.acked >= 0 ? i + 1 : n), 0);
     expect(lastId, `${this.name}: acknowledged records survive a crash`).toBeGreaterThanOrEqual(ackedThrough);
     expect(lastId).toBeLessThanOrEqual(this.entries.length);
-    expect(records.map((r) => r.id)).toEqual(range(firstId, lastId));
-    const kept: Entry[] = this.entries.slice(0, lastId).map((e) => ({ versions: [...e.versions], acked: e.acked }));
+    let handedOut = lastId;
+    const seen = `lost ${JSON.stringify(lost)}, newest records ${JSON.stringify(records.slice(-3).map((r) => r.id))}`;
+    for (const r of lost) {
+      expect(r.fromId, `${this.name}: only ids past the surviving records are lost (${seen})`).toBeGreaterThan(lastId);
+      expect(r.toId, `${this.name}: only ids that were handed out are lost`).toBeLessThanOrEqual(this.entries.length);
+      handedOut = Math.max(handedOut, r.toId);
+    }
+    const live = (id: number) => this.entries[id - 1] !== undefined;
+    expect(records.map((r) => r.id)).toEqual(range(firstId, lastId).filter(live));
+    const kept: Array<Entry | undefined> = this.entries.slice(0, lastId).map((e) => e && { versions: [...e.versions], acked: e.acked });
     for (const r of records) {
-      const e = kept[(r.id as number) - 1];
+      const e = kept[(r.id as number) - 1] as Entry;
       const v = versionOf(e, r, `${this.name} id ${r.id} after a crash`);
       expect(v, `${this.name} id ${r.id}: an acknowledged update-last survives`).toBeGreaterThanOrEqual(e.acked);
       e.versions.length = v + 1;
     }
+    while (kept.length < handedOut) kept.push(undefined);
     this.entries = kept;
     this.firstIdSeen = firstId;
+  }
+
+  /** Ids firstId..lastId that hold a record in the snapshot. */
+  static liveIds(snap: ReadSnapshot, from: number, to: number): number[] {
+    return range(from, to).filter((id) => snap.entries[id - 1] !== undefined);
   }
 }
 
@@ -107,6 +136,7 @@ export function checkRecord(snap: ReadSnapshot, r: RecordView, what: string): vo
   expect(id, `${what}: id inside the snapshot`).toBeGreaterThanOrEqual(snap.firstId);
   expect(id, `${what}: id inside the snapshot`).toBeLessThanOrEqual(snap.lastId);
   const e = snap.entries[id - 1];
+  if (e === undefined) expect.fail(`${what}: id ${id} was lost in a crash but a read returned it`);
   const v = versionOf(e, r, what);
   const oldest = id === snap.lastId ? snap.lastVersions - 1 : e.versions.length - 1;
   expect(v, `${what}: id ${id} is not older than when the read was called`).toBeGreaterThanOrEqual(oldest);
@@ -122,10 +152,10 @@ function versionOf(e: { versions: Values[] }, r: RecordView, what: string): numb
 export function pageIds(snap: ReadSnapshot, current: number, size: number, order: 'asc' | 'desc'): number[] {
   if (order === 'asc') {
     const lo = snap.firstId + (current - 1) * size;
-    return range(lo, Math.min(snap.lastId, lo + size - 1));
+    return ModelOfLog.liveIds(snap, lo, Math.min(snap.lastId, lo + size - 1));
   }
   const hi = snap.lastId - (current - 1) * size;
-  return range(Math.max(snap.firstId, hi - size + 1), hi).reverse();
+  return ModelOfLog.liveIds(snap, Math.max(snap.firstId, hi - size + 1), hi).reverse();
 }
 
 export function range(a: number, b: number): number[] {
