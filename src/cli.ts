@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * edge-datacenter [serve] [--config FILE]
- * edge-datacenter export --model UUID [--format csv|jsonl] [--out FILE] [--from ID] [--to ID] [--config FILE]
+ * edge-datacenter export --model UUID [--format csv|jsonl] [--formulas escape|raw] [--out FILE] [--from ID] [--to ID] [--config FILE]
  * edge-datacenter config --print-defaults
  */
 import { createWriteStream, type WriteStream } from 'node:fs';
@@ -11,7 +11,7 @@ import cliProgress from 'cli-progress';
 import { pino, type Logger } from 'pino';
 import { defaultConfigText, loadConfig, type LoadedConfig } from './config/index.js';
 import { EdgeError } from './errors.js';
-import { exportChunks, exportFormat } from './http/export.js';
+import { exportChunks, exportFormat, formulaMode } from './http/export.js';
 import { ListenError, SERVICE_VERSION } from './http/server.js';
 import { openData, startService, type RunningService } from './server.js';
 
@@ -19,9 +19,10 @@ const USAGE = `Usage:
   edge-datacenter [serve] [--config FILE]
       Run the service (the default command). Without --config the built-in defaults apply and
       ./data is used; the first start generates the query secret and admin token there.
-  edge-datacenter export --model UUID [--format csv|jsonl] [--out FILE] [--from ID] [--to ID] [--config FILE]
+  edge-datacenter export --model UUID [--format csv|jsonl] [--formulas escape|raw] [--out FILE] [--from ID] [--to ID] [--config FILE]
       Write a model's records in id order to FILE (default: standard output), reading the store
       directly. Stop the service first, or use GET /api/v1/datacenter/exportData while it runs.
+      CSV prefixes ' to STRING values a spreadsheet would run as formulas; --formulas raw keeps them.
   edge-datacenter config --print-defaults
       Print the commented default configuration file.
   edge-datacenter --help | --version
@@ -38,6 +39,7 @@ function parse(argv: string[]) {
       config: { type: 'string', short: 'c' },
       model: { type: 'string', short: 'm' },
       format: { type: 'string', short: 'f' },
+      formulas: { type: 'string' },
       out: { type: 'string', short: 'o' },
       from: { type: 'string' },
       to: { type: 'string' },
@@ -123,6 +125,7 @@ async function exportCommand(parsed: Parsed): Promise<void> {
   const uuid = parsed.values.model;
   if (uuid === undefined || uuid.length === 0) throw new UsageError('export needs --model UUID');
   const format = exportFormat(parsed.values.format);
+  const formulas = formulaMode(parsed.values.formulas);
   const fromId = idOption(parsed, 'from');
   const toId = idOption(parsed, 'to');
   const { loaded } = await load(parsed.values.config);
@@ -144,10 +147,11 @@ async function exportCommand(parsed: Parsed): Promise<void> {
     bar.start(total, 0);
     let written = 0;
     try {
-      for await (const chunk of exportChunks({ model, log, fromId, toId }, format, (n) => {
+      const onRecords = (n: number): void => {
         written += n;
         bar.update(written);
-      })) {
+      };
+      for await (const chunk of exportChunks({ model, log, fromId, toId }, { format, formulas, onRecords })) {
         await writeChunk(out, chunk);
       }
     } finally {

@@ -74,8 +74,8 @@ export const CONFIG_KEYS: readonly KeySpec[] = [
   {
     section: 'main', key: 'metrics_token',
     target: ['main', 'metricsToken'], kind: 'string', default: undefined,
-    help: 'Bearer token that opens GET /metrics only (for a Prometheus scraper). The admin token always works.\n'
-      + 'Not set: only the admin token opens /metrics.',
+    help: 'Bearer token that opens GET /metrics only (for a Prometheus scraper); with it /healthz also shows the version.\n'
+      + 'The admin token always works. Not set: only the admin token opens /metrics.',
   },
   {
     section: 'plugin.http_server', key: 'host',

@@ -5,7 +5,7 @@
 import type { Config } from '../config/types.js';
 import type { Attribute } from '../models/types.js';
 import type { RegistryApi } from './deps.js';
-import { contentDisposition, exportChunks, exportContentType, exportFormat, pumpToSink } from './export.js';
+import { contentDisposition, exportChunks, exportContentType, exportFormat, formulaMode, pumpToSink } from './export.js';
 import { modelView } from './format.js';
 import { integer, one, required } from './params.js';
 import { StreamReply, type RequestCtx, type Router } from './route.js';
@@ -54,6 +54,7 @@ export function addDatacenterRoutes(router: Router, registry: RegistryApi, confi
       const query = ctx.query;
       const uuid = required(query, 'uuid');
       const format = exportFormat(one(query, 'format'));
+      const formulas = formulaMode(one(query, 'formulas'));
       const fromId = integer(query, 'from', 1, Number.MAX_SAFE_INTEGER);
       const toId = integer(query, 'to', 1, Number.MAX_SAFE_INTEGER);
       if (fromId !== undefined && toId !== undefined && fromId > toId) {
@@ -65,7 +66,7 @@ export function addDatacenterRoutes(router: Router, registry: RegistryApi, confi
         'Content-Type': exportContentType(format),
         'Content-Disposition': contentDisposition(model, format, Date.now()),
       };
-      return new StreamReply(headers, (sink) => pumpToSink(exportChunks({ model, log, fromId, toId }, format), sink));
+      return new StreamReply(headers, (sink) => pumpToSink(exportChunks({ model, log, fromId, toId }, { format, formulas }), sink));
     },
   });
 

@@ -12,6 +12,10 @@ import { quote } from './params.js';
 export const EXPORT_FORMATS = ['csv', 'jsonl'] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
 
+/** `escape` neutralises formula-looking STRING cells in CSV (the default); `raw` writes them as stored. */
+export const FORMULA_MODES = ['escape', 'raw'] as const;
+export type FormulaMode = (typeof FORMULA_MODES)[number];
+
 const CHUNK_CHARS = 64 * 1024;
 
 export function exportFormat(raw: string | undefined): ExportFormat {
@@ -20,6 +24,13 @@ export function exportFormat(raw: string | undefined): ExportFormat {
   if (value === 'jsonl' || value === 'ndjson') return 'jsonl';
   if (value === 'xlsx') throw new InvalidArgumentError("format 'xlsx' is not supported: use csv (opens in Excel) or jsonl");
   throw new InvalidArgumentError(`parameter 'format' must be csv or jsonl, got ${quote(raw ?? '')}`);
+}
+
+export function formulaMode(raw: string | undefined): FormulaMode {
+  const value = (raw ?? '').trim().toLowerCase();
+  if (value === '' || value === 'escape') return 'escape';
+  if (value === 'raw') return 'raw';
+  throw new InvalidArgumentError(`parameter 'formulas' must be escape (the default) or raw, got ${quote(raw ?? '')}`);
 }
 
 export function exportContentType(format: ExportFormat): string {
@@ -55,6 +66,31 @@ export function csvField(value: unknown): string {
   return text;
 }
 
+/**
+ * Spreadsheets read a cell starting with one of these as a formula (OWASP "CSV injection"): `=`, `+`,
+ * `-`, `@`, TAB, CR. A device with a push token could otherwise plant `=HYPERLINK(...)` or a DDE call
+ * that runs when the administrator opens the export.
+ */
+const FORMULA_START = /^[=+\-@\t\r]/;
+/** A plain signed number ("-12.5", "+3", "-1e5") is read as that number, never as a formula. */
+const SIGNED_NUMBER = /^[+-](?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$/;
+
+/**
+ * Prefixes `'` to a formula-looking string, so a spreadsheet shows it as text. The apostrophe stays
+ * visible in the cell; `formulas=raw` gives the stored value to programs.
+ */
+export function neutraliseFormula(text: string): string {
+  return FORMULA_START.test(text) && !SIGNED_NUMBER.test(text) ? `'${text}` : text;
+}
+
+export interface ExportOptions {
+  format: ExportFormat;
+  /** CSV only; JSON Lines is always exact. Default `escape`. */
+  formulas?: FormulaMode;
+  /** Progress: records written, reported after each chunk. */
+  onRecords?: (count: number) => void;
+}
+
 export interface ExportSource {
   model: DataModel;
   log: { iterate(range?: ExportRange): AsyncIterableIterator<RecordView> };
@@ -63,16 +99,16 @@ export interface ExportSource {
 }
 
 /**
- * The export as text chunks. `onRecords(n)` reports progress after each chunk.
- * CSV: UTF-8 BOM, header `id,create_at,<attributes>`, CRLF line ends. JSONL: one JSON object per line.
+ * The export as text chunks.
+ * CSV: UTF-8 BOM, header `id,create_at,<attributes>`, CRLF line ends, formula-looking STRING cells
+ * neutralised unless `formulas` is `raw`. JSONL: one JSON object per line, values exact.
  * `create_at` is `YYYY-MM-DDTHH:MM:SSZ` (UTC) in both.
  */
-export async function* exportChunks(
-  source: ExportSource,
-  format: ExportFormat,
-  onRecords?: (count: number) => void,
-): AsyncGenerator<string, void, undefined> {
+export async function* exportChunks(source: ExportSource, options: ExportOptions): AsyncGenerator<string, void, undefined> {
+  const { format, onRecords } = options;
   const fields = ['id', 'create_at', ...source.model.attributes.map((a) => a.name)];
+  // Only STRING attributes can hold free text; GEO is validated to two numbers on write.
+  const escapeAt = fields.map((_, i) => options.formulas !== 'raw' && source.model.attributes[i - 2]?.type === 'STRING');
   let chunk = format === 'csv' ? `\ufeff${fields.map(csvField).join(',')}\r\n` : '';
   let pending = 0;
   const iterator = source.log.iterate({ fromId: source.fromId, toId: source.toId });
@@ -84,7 +120,8 @@ export async function* exportChunks(
           const key = fields[i];
           const value = record[key];
           if (i > 0) line += ',';
-          line += key === 'create_at' && typeof value === 'number' ? isoSeconds(value) : csvField(value);
+          if (key === 'create_at' && typeof value === 'number') line += isoSeconds(value);
+          else line += csvField(escapeAt[i] && typeof value === 'string' ? neutraliseFormula(value) : value);
         }
         chunk += `${line}\r\n`;
       } else {

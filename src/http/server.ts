@@ -1,7 +1,7 @@
 /**
  * Builds the uWS app, registers every route and listens. `port: 0` picks a free port (tests).
  */
-import { adminGuard, SecretSet } from './auth.js';
+import { adminGuard, bearerToken, SecretSet } from './auth.js';
 import { ConnectionGate } from './connections.js';
 import { addDatacenterRoutes } from './datacenter-routes.js';
 import type { EngineApi, HttpDeps, RegistryApi } from './deps.js';
@@ -60,11 +60,12 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
   addDatacenterRoutes(router, registry, config, admin);
   addScriptRoutes(router, engine, admin, throttle);
   const metrics = createMetrics({ registry, engine, router, connections, throttle });
+  // The admin token, or the separate [main] metrics_token when one is configured.
+  const monitor = adminGuard(new SecretSet([config.main.adminToken, config.main.metricsToken]), throttle, 'metrics or admin token');
   router.add({
     method: 'GET',
     path: '/metrics',
-    // The admin token, or the separate [main] metrics_token when one is configured.
-    guard: adminGuard(new SecretSet([config.main.adminToken, config.main.metricsToken]), throttle, 'metrics or admin token'),
+    guard: monitor,
     handler: async () =>
       new RawReply(
         200,
@@ -75,9 +76,16 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
   router.add({
     method: 'GET',
     path: '/healthz',
-    handler: () => ({
+    // Open to monitors without a credential. The version, which tells an attacker which known flaws to
+    // try, only goes to a caller that presents the metrics or admin token, checked and throttled as on
+    // /metrics: a wrong one is a 401, so this is no quiet oracle for guessing tokens. Other schemes
+    // (a proxy's Basic auth passed through) get the anonymous answer.
+    guard: (ctx) => {
+      if (bearerToken(ctx) !== undefined) monitor(ctx);
+    },
+    handler: (ctx) => ({
       ...health(registry, engine),
-      version: SERVICE_VERSION,
+      ...(bearerToken(ctx) === undefined ? {} : { version: SERVICE_VERSION }),
       uptimeS: Math.floor((Date.now() - startedAt) / 1000),
       models: registry.list().length,
       scripts: engine === undefined ? 'off' : 'on',

@@ -14,6 +14,12 @@ if (process.env.UWS_HTTP_MAX_HEADERS_SIZE === undefined) {
 
 const uWS: typeof UWS = await import('uWebSockets.js');
 
+// Without this every answer carries `uWebSockets: 20`, naming the server library and its major version
+// to anyone. `_cfg('silent')` is the runtime switch for uWS's compile-time UWS_HTTPRESPONSE_NO_WRITEMARK
+// (undeclared in the typings). It does not reach the HTML pages uWS writes itself for requests it
+// refuses before any route runs (HTTP/1.0, header block over the limit, unparsable): see docs/security.md.
+(uWS as unknown as { _cfg(key: string): void })._cfg('silent');
+
 export default uWS;
 export type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 

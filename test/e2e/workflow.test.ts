@@ -151,7 +151,8 @@ describe('working order', () => {
     await page.getByLabel('Auto-refresh').selectOption('2');
     await page.getByLabel('Auto-refresh').selectOption('0');
 
-    // --- quick request: exact URLs with the secret encoded, and they work as given
+    // --- quick request: exact URLs with the secret encoded (for HMIs given only a URL), curl lines with
+    // the secret in X-Api-Secret, and they work as given
     await page.getByRole('link', { name: 'Quick request' }).click();
     const enc = encodeURIComponent(SECRET);
     await expect.poll(() => page.locator('#qr-list-url').textContent()).toContain(`secrets=${enc}`);
@@ -159,7 +160,9 @@ describe('working order', () => {
     const lastUrl = (await page.locator('#qr-last-url').textContent())!;
     expect(listUrl).toBe(`${base}/api/v1/datacenter/queryDataList?uuid=${uuid}&secrets=${enc}&current=1&size=25&order=desc`);
     expect(lastUrl).toBe(`${base}/api/v1/datacenter/queryLastData?uuid=${uuid}&secrets=${enc}`);
-    expect(await page.locator('#qr-list-url-curl').textContent()).toBe(`curl -s -H 'User-Agent: edge-datacenter' '${listUrl}'`);
+    const shq = (text: string): string => `'${text.replace(/'/g, "'\\''")}'`;
+    const bareList = `${base}/api/v1/datacenter/queryDataList?uuid=${uuid}&current=1&size=25&order=desc`;
+    expect(await page.locator('#qr-list-url-curl').textContent()).toBe(`curl -s -H 'User-Agent: edge-datacenter' -H ${shq(`X-Api-Secret: ${SECRET}`)} ${shq(bareList)}`);
     const listed = (await (await fetch(listUrl)).json()) as { data: { total: number; records: Array<{ id: number }> } };
     expect(listed.data.total).toBe(6);
     const last = (await (await fetch(lastUrl)).json()) as { data: { id: number; temperature: number } };

@@ -93,7 +93,7 @@ describe('cli', () => {
       const published = registry.get(model.uuid);
       const log = registry.log(model.uuid) as unknown as { save(r: Record<string, unknown>): number };
       for (let i = 1; i <= 500; i++) {
-        const checked = checkRecord(published, { v: i, note: i === 2 ? 'a,b "c"' : `n${i}` }, 'save');
+        const checked = checkRecord(published, { v: i, note: i === 2 ? 'a,b "c"' : i === 3 ? '=1+2' : `n${i}` }, 'save');
         if (!checked.ok) throw new Error(checked.error);
         log.save(checked.record);
       }
@@ -111,6 +111,15 @@ describe('cli', () => {
       expect(rows[0]).toEqual(['id', 'create_at', 'v', 'note']);
       expect(rows).toHaveLength(501);
       expect(rows[2]).toEqual(['2', expect.stringMatching(/Z$/), '2', 'a,b "c"']);
+      expect(rows[3][3]).toBe("'=1+2");
+      const rawCsv = spawnSync(process.execPath, [CLI, 'export', '-m', model.uuid, '--formulas', 'raw', '--from', '3', '--to', '3', '-c', file], {
+        encoding: 'utf8',
+      });
+      expect(rawCsv.status, rawCsv.stderr).toBe(0);
+      expect(parseCsv(rawCsv.stdout.slice(1))[1][3]).toBe('=1+2');
+      const badMode = spawnSync(process.execPath, [CLI, 'export', '-m', model.uuid, '--formulas', 'off', '-c', file], { encoding: 'utf8' });
+      expect(badMode.status).toBe(1);
+      expect(badMode.stderr).toContain("'formulas' must be escape (the default) or raw");
 
       const j = spawnSync(process.execPath, [CLI, 'export', '-m', model.uuid, '-f', 'jsonl', '--from', '10', '--to', '12', '-c', file], {
         encoding: 'utf8',

@@ -54,10 +54,10 @@ async function errorOf(res, path) {
  * Call the management API. Returns the envelope's `data`.
  * @param {string} method
  * @param {string} path e.g. 'schema/list'
- * @param {{params?: object, body?: any, auth?: boolean, tokenOverride?: string, signal?: AbortSignal}} [opts]
+ * @param {{params?: object, body?: any, auth?: boolean, tokenOverride?: string, headers?: object, signal?: AbortSignal}} [opts]
  */
 export async function api(method, path, opts = {}) {
-  const headers = { Accept: 'application/json' };
+  const headers = { Accept: 'application/json', ...opts.headers };
   const auth = opts.tokenOverride ?? token();
   if (opts.auth !== false && auth) headers.Authorization = `Bearer ${auth}`;
   let body;

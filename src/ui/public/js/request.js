@@ -1,4 +1,5 @@
-// Quick request (the exact query URLs with the secret encoded, copy buttons, curl lines) and the Script tab.
+// Quick request (the exact query URLs with the secret encoded, copy buttons, curl lines with the secret
+// in the X-Api-Secret header) and the Script tab.
 import { h, mount, select, copyButton, uid } from './dom.js';
 import { getSecret, messageOf } from './api.js';
 import { statusLine, busy } from './ui.js';
@@ -8,13 +9,24 @@ import { tokenize } from './editor.js';
 
 const shq = (s) => `'${String(s).replace(/'/g, "'\\''")}'`;
 
-/** The two query URLs of the specification for a model. */
+/**
+ * The two query URLs of the specification for a model: `list` and `last` with the secret in `secrets`
+ * (for HMIs that can only be given a URL), `listBare` and `lastBare` without it (for clients that send
+ * the X-Api-Secret header).
+ */
 export function queryUrls(base, uuid, secret, p = {}) {
   const enc = encodeURIComponent;
-  let list = `${base}/api/v1/datacenter/queryDataList?uuid=${enc(uuid)}&secrets=${enc(secret)}&current=${enc(p.current ?? 1)}&size=${enc(p.size ?? 25)}&order=${enc(p.order ?? 'desc')}`;
-  let last = `${base}/api/v1/datacenter/queryLastData?uuid=${enc(uuid)}&secrets=${enc(secret)}`;
-  if (p.select) { list += `&select=${enc(p.select)}`; last += `&select=${enc(p.select)}`; }
-  return { list, last };
+  const withSecret = `&secrets=${enc(secret)}`;
+  const paging = `&current=${enc(p.current ?? 1)}&size=${enc(p.size ?? 25)}&order=${enc(p.order ?? 'desc')}`;
+  const select = p.select ? `&select=${enc(p.select)}` : '';
+  const listPath = `${base}/api/v1/datacenter/queryDataList?uuid=${enc(uuid)}`;
+  const lastPath = `${base}/api/v1/datacenter/queryLastData?uuid=${enc(uuid)}`;
+  return {
+    list: `${listPath}${withSecret}${paging}${select}`,
+    last: `${lastPath}${withSecret}${select}`,
+    listBare: `${listPath}${paging}${select}`,
+    lastBare: `${lastPath}${select}`,
+  };
 }
 
 function urlBlock(title, id, getUrl) {
@@ -27,9 +39,9 @@ function urlBlock(title, id, getUrl) {
       h('h3', { text: title }),
       h('div', { class: 'url-row' }, out, copy),
       h('div', { class: 'url-row' }, curlOut, copyCurl)),
-    set(url) {
+    set(url, bareUrl, secret) {
       out.textContent = url;
-      curlOut.textContent = `curl -s -H 'User-Agent: edge-datacenter' ${shq(url)}`;
+      curlOut.textContent = `curl -s -H 'User-Agent: edge-datacenter' -H ${shq(`X-Api-Secret: ${secret}`)} ${shq(bareUrl)}`;
     },
   };
 }
@@ -61,8 +73,8 @@ export function renderRequestTab(ctx, body, m) {
 
   const update = () => {
     urls = queryUrls(base, m.uuid, secret, { current: cur.value || 1, size: size.value || 25, order: order.value, select: sel.value.trim() });
-    listBlock.set(urls.list);
-    lastBlock.set(urls.last);
+    listBlock.set(urls.list, urls.listBare, secret);
+    lastBlock.set(urls.last, urls.lastBare, secret);
   };
   for (const el of [cur, size, order, sel]) el.addEventListener('input', update);
 
@@ -93,7 +105,7 @@ export function renderRequestTab(ctx, body, m) {
 
   mount(body, h('section', { class: 'panel', 'aria-labelledby': 'qr-title' },
     h('h2', { id: 'qr-title', text: 'Quick request' }),
-    h('p', { class: 'hint', text: 'The two read endpoints for dashboards and HMIs. The secret ([main] dataschema_secrets) goes in the query parameter secrets, URL-encoded.' }),
+    h('p', { class: 'hint', text: 'The two read endpoints for dashboards and HMIs. The secret ([main] dataschema_secrets) goes in the header X-Api-Secret, as the curl lines and this page send it. For an HMI that can only be given a URL, the URLs carry it in the query parameter secrets, URL-encoded; proxies and logs keep URLs, so prefer the header.' }),
     m.published ? null : h('p', { class: 'status-line error', text: 'This model is a draft: these requests answer 409 until it is published.' }),
     h('div', { class: 'controls' },
       h('div', { class: 'field inline' }, h('label', { for: 'qr-secret', text: 'Secret' }), secretOut, showSecret, reloadSecret)),
