@@ -25,6 +25,13 @@ export interface Config {
     maxConnections: number;
     /** Wrong credentials per address per minute before 429; 0 = no limit. */
     authFailuresPerMinute: number;
+    /** Absolute paths; '' = not set. Both set: HTTPS; neither: plain HTTP (loadConfig refuses one alone). */
+    tlsCertFile: string;
+    tlsKeyFile: string;
+    /** '' = the key is not encrypted. */
+    tlsKeyPassphraseFile: string;
+    /** Lower-case host names and addresses without port or brackets; empty = any Host is accepted. */
+    allowedHosts: string[];
   };
   store: {
     sync: Durability;
