@@ -15,7 +15,7 @@ if (process.env.UWS_HTTP_MAX_HEADERS_SIZE === undefined) {
 const uWS: typeof UWS = await import('uWebSockets.js');
 
 export default uWS;
-export type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
+export type { AppOptions, HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 
 type ListenCallback = (socket: UWS.us_listen_socket | false) => void;
 /** uSockets' LIBUS_LISTEN_EXCLUSIVE_PORT (a non-exported enum member in the typings). */
