@@ -17,6 +17,7 @@ import {
   PushPartlyKeptError,
   UriTooLongError,
 } from '../errors.js';
+import { checkHost } from './allowed-hosts.js';
 import { parseQueryString, type QueryParams } from './params.js';
 import type { HttpRequest, HttpResponse, TemplatedApp } from './uws.js';
 
@@ -25,7 +26,7 @@ export type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
 const STATUS_TEXT: Record<number, string> = {
   200: 'OK', 204: 'No Content', 304: 'Not Modified', 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden',
   404: 'Not Found', 405: 'Method Not Allowed', 409: 'Conflict', 413: 'Payload Too Large', 414: 'URI Too Long',
-  415: 'Unsupported Media Type', 429: 'Too Many Requests', 500: 'Internal Server Error', 503: 'Service Unavailable',
+  415: 'Unsupported Media Type', 421: 'Misdirected Request', 429: 'Too Many Requests', 500: 'Internal Server Error', 503: 'Service Unavailable',
 };
 
 export function statusLine(status: number): string {
@@ -127,6 +128,8 @@ export interface RouterOptions {
   bodyBytesMax: number;
   /** Paths outside the route table and outside `/api/`: GET and HEAD only. */
   fallback: (ctx: RequestCtx) => unknown;
+  /** `allowed_hosts`: when not empty, every request must name one of them in `Host` (else 421). */
+  allowedHosts?: ReadonlySet<string>;
 }
 
 /** One request's response, tracking whether it may still be written. */
@@ -313,6 +316,8 @@ export class Router {
         throw new UriTooLongError(`request URL is ${urlBytes} bytes, more than the limit of ${this.options.urlBytesMax}`);
       }
       if (conflict !== undefined) throw new InvalidArgumentError(`the request has two ${conflict} headers with different values`);
+      // Before routing and every guard: a rebound page must not reach a credential check.
+      if (this.options.allowedHosts !== undefined && this.options.allowedHosts.size > 0) checkHost(ctx.header('host'), this.options.allowedHosts);
       const route = this.resolve(ctx, ex);
       if (route === undefined) return this.writeRaw(ex, ctx, new RawReply(204, CORS_PREFLIGHT, ''));
       route.guard?.(ctx);
