@@ -143,6 +143,12 @@ export const CONFIG_KEYS: readonly KeySpec[] = [
       + 'rebinding). Not set: any Host is accepted.',
   },
   {
+    section: 'plugin.http_server', key: 'trusted_proxies',
+    target: ['http', 'trustedProxies'], kind: 'list', example: '127.0.0.1, 10.1.2.0/24',
+    help: 'Reverse proxies (addresses or CIDR ranges) whose X-Forwarded-For names the client, for the throttle\n'
+      + 'of failed authentication and the logs. Not set: X-Forwarded-For is ignored and the peer is the client.',
+  },
+  {
     section: 'store', key: 'sync',
     target: ['store', 'sync'], kind: 'enum', values: SYNC_MODES, default: 'interval',
     help: 'When a write is on disk: none (the OS decides), interval (every sync_interval_ms),\n'

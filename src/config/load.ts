@@ -9,9 +9,9 @@ import { dirname, resolve } from 'node:path';
 import { InvalidArgumentError } from '../errors.js';
 import { credentialsPath, resolveCredentials } from './credentials.js';
 import { scanIni } from './ini-text.js';
-import { CONFIG_KEYS, envName, keyName, type KeySpec } from './keys.js';
+import { CONFIG_KEYS, envName, keyName, type KeySpec, type ListKey } from './keys.js';
 import type { Config } from './types.js';
-import { parseEnumValue, parseHostList, parseIntValue, splitSecrets } from './values.js';
+import { parseEnumValue, parseHostList, parseIntValue, parseProxyList, splitSecrets } from './values.js';
 
 export interface LoadConfigOptions {
   /** An ini file; without one, the built-in defaults (a missing file given here is an error). */
@@ -55,7 +55,7 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Loade
     const last = values[values.length - 1];
     switch (spec.kind) {
       case 'list':
-        setField(config, spec, spec.key === 'allowed_hosts' ? parseHostList(spec, values) : splitSecrets(values));
+        setField(config, spec, parseList(spec, values));
         break;
       case 'int':
         setField(config, spec, parseIntValue(spec, last));
@@ -101,6 +101,12 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Loade
     options.log?.(`generated ${credentials.generated.join(' and ')} into ${credentialsPath(config.main.dataDir)}`);
   }
   return { config, firstStart, warnings };
+}
+
+function parseList(spec: ListKey, values: string[]): string[] {
+  if (spec.key === 'allowed_hosts') return parseHostList(spec, values);
+  if (spec.key === 'trusted_proxies') return parseProxyList(spec, values);
+  return splitSecrets(values);
 }
 
 /** HTTPS needs the certificate and its key; a passphrase alone is a mistake, not a wish for plain HTTP. */

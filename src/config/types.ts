@@ -32,6 +32,8 @@ export interface Config {
     tlsKeyPassphraseFile: string;
     /** Lower-case host names and addresses without port or brackets; empty = any Host is accepted. */
     allowedHosts: string[];
+    /** Addresses and CIDR ranges (`10.0.0.1`, `fd00::/64`) whose X-Forwarded-For is believed; empty = none. */
+    trustedProxies: string[];
   };
   store: {
     sync: Durability;

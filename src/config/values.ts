@@ -1,5 +1,5 @@
 /** Turns one raw ini (or environment) string into a typed value, or throws naming the key and the rule. */
-import { isIPv6 } from 'node:net';
+import { isIP, isIPv6 } from 'node:net';
 import { InvalidArgumentError } from '../errors.js';
 import { keyName, type EnumKey, type IntKey, type ListKey } from './keys.js';
 
@@ -49,4 +49,20 @@ export function parseHostList(spec: ListKey, occurrences: readonly string[]): st
     );
   });
   return [...new Set(hosts)];
+}
+
+/** `trusted_proxies`: IP addresses and CIDR ranges (`10.1.2.0/24`, `fd00::/64`). Throws naming a bad item. */
+export function parseProxyList(spec: ListKey, occurrences: readonly string[]): string[] {
+  return splitSecrets(occurrences).map((item) => {
+    const [address, prefix, extra] = item.split('/');
+    const version = isIP(address);
+    const bits = version === 6 ? 128 : 32;
+    const prefixOk = prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= bits);
+    if (version === 0 || !prefixOk || extra !== undefined) {
+      throw new InvalidArgumentError(
+        `${keyName(spec)} must list IP addresses or CIDR ranges, such as 127.0.0.1, 10.1.2.0/24 or fd00::/64 (got ${JSON.stringify(item)})`,
+      );
+    }
+    return item.toLowerCase();
+  });
 }

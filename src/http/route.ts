@@ -18,6 +18,7 @@ import {
   UriTooLongError,
 } from '../errors.js';
 import { checkHost } from './allowed-hosts.js';
+import type { ClientAddress } from './client-address.js';
 import { parseQueryString, type QueryParams } from './params.js';
 import type { HttpRequest, HttpResponse, TemplatedApp } from './uws.js';
 
@@ -42,6 +43,8 @@ export class RequestCtx {
   private remote: string | undefined;
   /** Reads the peer address from the uWS response (set by the router). */
   remoteSource: (() => string) | undefined;
+  /** `trusted_proxies`: who may name the client in X-Forwarded-For (set by the router). */
+  clientAddress: ClientAddress | undefined;
 
   constructor(
     readonly method: string,
@@ -57,7 +60,8 @@ export class RequestCtx {
   }
 
   /**
-   * The client address as uWS reports it (`127.0.0.1`, `::1`; IPv4-mapped IPv6 is shown as IPv4).
+   * The client address as uWS reports it (`127.0.0.1`, `::1`; IPv4-mapped IPv6 is shown as IPv4), or,
+   * when that peer is one of `trusted_proxies`, the client it names in X-Forwarded-For.
    * Read on first use; '' when unknown (the client has gone).
    */
   get remoteAddress(): string {
@@ -68,7 +72,8 @@ export class RequestCtx {
       } catch {
         // the response was aborted: the address is no longer available
       }
-      this.remote = text.startsWith('::ffff:') && text.includes('.') ? text.slice(7) : text;
+      const peer = text.startsWith('::ffff:') && text.includes('.') ? text.slice(7) : text;
+      this.remote = this.clientAddress?.resolve(peer, this.headers['x-forwarded-for']) ?? peer;
     }
     return this.remote;
   }
@@ -130,6 +135,8 @@ export interface RouterOptions {
   fallback: (ctx: RequestCtx) => unknown;
   /** `allowed_hosts`: when not empty, every request must name one of them in `Host` (else 421). */
   allowedHosts?: ReadonlySet<string>;
+  /** `trusted_proxies`; without it the peer is the client. */
+  clientAddress?: ClientAddress;
 }
 
 /** One request's response, tracking whether it may still be written. */
@@ -305,11 +312,13 @@ export class Router {
     let conflict: string | undefined;
     req.forEach((key, value) => {
       if (headers[key] !== undefined && headers[key] !== value && SINGLE_HEADERS.has(key)) conflict ??= key;
-      headers[key] = value;
+      // Several X-Forwarded-For headers are one list (RFC 9110 5.3); every other header: the last counts.
+      headers[key] = key === 'x-forwarded-for' && headers[key] !== undefined ? `${headers[key]}, ${value}` : value;
     });
     const ex = new Exchange(res, COUNTED_METHODS.has(method) ? method : 'OTHER', this.tally, this.pending);
     const ctx = new RequestCtx(method, path, rawQuery, headers);
     ctx.remoteSource = () => Buffer.from(res.getRemoteAddressAsText()).toString();
+    ctx.clientAddress = this.options.clientAddress;
     try {
       const urlBytes = Buffer.byteLength(path) + (rawQuery.length > 0 ? rawQuery.length + 1 : 0);
       if (urlBytes > this.options.urlBytesMax) {

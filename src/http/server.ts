@@ -2,6 +2,7 @@
  * Builds the uWS app, registers every route and listens. `port: 0` picks a free port (tests).
  */
 import { adminGuard, SecretSet } from './auth.js';
+import { ClientAddress } from './client-address.js';
 import { ConnectionGate } from './connections.js';
 import { addDatacenterRoutes } from './datacenter-routes.js';
 import type { EngineApi, HttpDeps, RegistryApi } from './deps.js';
@@ -57,6 +58,7 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
     bodyBytesMax: config.http.bodyBytesMax,
     fallback: staticHandler(publicDir),
     allowedHosts: new Set(config.http.allowedHosts),
+    clientAddress: config.http.trustedProxies.length > 0 ? new ClientAddress(config.http.trustedProxies) : undefined,
   });
   const throttle = new AuthThrottle(config.http.authFailuresPerMinute);
   const connections = new ConnectionGate(config.http.maxConnections);

@@ -28,7 +28,7 @@ describe('loadConfig defaults', () => {
       expect(config.main.dataDir).toBe(join(dir, 'data'));
       expect(config.http).toEqual({
         host: '0.0.0.0', port: 2580, urlBytesMax: 8192, bodyBytesMax: 4194304, idleTimeoutS: 60, maxConnections: 1000, authFailuresPerMinute: 20,
-        tlsCertFile: '', tlsKeyFile: '', tlsKeyPassphraseFile: '', allowedHosts: [],
+        tlsCertFile: '', tlsKeyFile: '', tlsKeyPassphraseFile: '', allowedHosts: [], trustedProxies: [],
       });
       expect(config.store).toEqual({
         sync: 'interval', syncIntervalMs: 1000, segmentBytes: 33554432, segmentAgeHours: 24,
@@ -120,6 +120,9 @@ describe('loadConfig values', () => {
     ['[plugin.http_server]\nallowed_hosts = gw.plant:2580', '[plugin.http_server] allowed_hosts must list host names or addresses without port, such as gateway.plant.local, 10.1.2.3 or [fd00::1] (got "gw.plant:2580")'],
     ['[plugin.http_server]\nallowed_hosts = http://gw.plant', '(got "http://gw.plant")'],
     ['[plugin.http_server]\nallowed_hosts = gw plant', '(got "gw plant")'],
+    ['[plugin.http_server]\ntrusted_proxies = proxy.plant', '[plugin.http_server] trusted_proxies must list IP addresses or CIDR ranges, such as 127.0.0.1, 10.1.2.0/24 or fd00::/64 (got "proxy.plant")'],
+    ['[plugin.http_server]\ntrusted_proxies = 10.0.0.0/33', '(got "10.0.0.0/33")'],
+    ['[plugin.http_server]\ntrusted_proxies = fd00::/129', '(got "fd00::/129")'],
   ])('refuses %j', async (text, message) => {
     const error = await load(text).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(InvalidArgumentError);
@@ -152,6 +155,8 @@ describe('loadConfig values', () => {
     expect(config.http.tlsKeyFile).toBe('/etc/edge/key.pem');
     expect(config.http.tlsKeyPassphraseFile).toBe(join(dir, 'pass.txt'));
     expect(config.http.allowedHosts).toEqual(['gateway.plant.local', '10.1.2.3', 'fd00::1', 'localhost']);
+    const proxies = await load('[plugin.http_server]\ntrusted_proxies = 127.0.0.1, 10.1.2.0/24, FD00::/64\n');
+    expect(proxies.config.http.trustedProxies).toEqual(['127.0.0.1', '10.1.2.0/24', 'fd00::/64']);
   });
 
   it('honours ini quoting and inline comments', async () => {
