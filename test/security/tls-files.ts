@@ -3,7 +3,7 @@
  * certificates). P-256 keys: quick to generate on a shared machine.
  */
 import { execFileSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 export interface TlsFiles {
@@ -17,6 +17,8 @@ export interface TlsFiles {
   passphrase: string;
   /** Text that is neither a certificate nor a key. */
   garbage: string;
+  /** A certificate for `key` that expired on 2 January 2020 (signed by a throwaway CA). */
+  expiredCert: string;
 }
 
 function openssl(args: string[]): void {
@@ -36,6 +38,7 @@ export function makeTlsFiles(dir: string): TlsFiles {
     encryptedKey: join(dir, 'key-encrypted.pem'),
     passphrase: join(dir, 'passphrase.txt'),
     garbage: join(dir, 'garbage.pem'),
+    expiredCert: join(dir, 'expired.pem'),
   };
   openssl([
     'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes',
@@ -46,5 +49,24 @@ export function makeTlsFiles(dir: string): TlsFiles {
   writeFileSync(files.passphrase, 'correct horse battery staple\n', { mode: 0o600 });
   openssl(['pkey', '-in', files.key, '-aes256', '-passout', `file:${files.passphrase}`, '-out', files.encryptedKey]);
   writeFileSync(files.garbage, 'not a PEM file\n');
+  makeExpiredCert(join(dir, 'old-ca'), files.key, files.expiredCert);
   return files;
+}
+
+/** `openssl ca` is the command that takes any validity dates (`x509 -req` counts days from now). */
+function makeExpiredCert(caDir: string, key: string, out: string): void {
+  mkdirSync(caDir);
+  const at = (name: string): string => join(caDir, name);
+  writeFileSync(at('index.txt'), '');
+  writeFileSync(at('serial'), '01\n');
+  writeFileSync(at('ca.cnf'), [
+    '[ca]', 'default_ca = old', '[old]', `database = ${at('index.txt')}`, `new_certs_dir = ${caDir}`,
+    `serial = ${at('serial')}`, 'policy = any', 'default_md = sha256', '[any]', 'commonName = supplied', '',
+  ].join('\n'));
+  openssl(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', at('ca.key'), '-out', at('ca.crt'), '-days', '2', '-subj', '/CN=old CA']);
+  openssl(['req', '-new', '-key', key, '-out', at('req.csr'), '-subj', '/CN=localhost']);
+  openssl([
+    'ca', '-batch', '-config', at('ca.cnf'), '-cert', at('ca.crt'), '-keyfile', at('ca.key'), '-in', at('req.csr'),
+    '-out', out, '-startdate', '20200101000000Z', '-enddate', '20200102000000Z', '-notext',
+  ]);
 }

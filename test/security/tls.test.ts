@@ -109,6 +109,16 @@ describe('built-in TLS', () => {
     }
   });
 
+  it('an expired certificate still starts (the UI may be needed to fix things) with a warning naming it', async () => {
+    const svc = await startInProcess({ engine: false, ini: { 'plugin.http_server': [`tls_cert_file = ${tls.expiredCert}`, `tls_key_file = ${tls.key}`] } });
+    try {
+      const warnings = svc.logs.filter((l) => l.level === 40).map((l) => l.msg);
+      expect(warnings).toEqual([`the certificate in ${tls.expiredCert} expired on Jan  2 00:00:00 2020 GMT: clients will refuse it`]);
+    } finally {
+      await svc.close();
+    }
+  });
+
   it.each([
     ['only the certificate', () => [`tls_cert_file = ${tls.cert}`], () => '[plugin.http_server] tls_key_file is missing: tls_cert_file is set, and HTTPS needs both'],
     ['only the key', () => [`tls_key_file = ${tls.key}`], () => '[plugin.http_server] tls_cert_file is missing: tls_key_file is set, and HTTPS needs both'],
