@@ -44,7 +44,7 @@ export interface StringKey extends KeyBase {
   path?: true;
 }
 
-/** `dataschema_secrets`, `allowed_hosts`: every occurrence counts, each a comma list. */
+/** `dataschema_secrets`, `allowed_hosts`, `trusted_proxies`: every occurrence counts, each a comma list. */
 export interface ListKey extends KeyBase {
   kind: 'list';
   /** Shown commented out in the default file. */
