@@ -12,7 +12,7 @@ import { pino, type Logger } from 'pino';
 import { defaultConfigText, loadConfig, type LoadedConfig } from './config/index.js';
 import { EdgeError } from './errors.js';
 import { exportChunks, exportFormat, formulaMode } from './http/export.js';
-import { ListenError, SERVICE_VERSION } from './http/server.js';
+import { hostPort, ListenError, SERVICE_VERSION } from './http/server.js';
 import { openData, startService, type RunningService } from './server.js';
 
 const USAGE = `Usage:
@@ -111,9 +111,8 @@ async function serve(parsed: Parsed): Promise<void> {
     logger.info({ dataDir: config.main.dataDir }, note);
   }
   service = await startService(config, logger);
-  const host = config.http.host.includes(':') ? `[${config.http.host}]` : config.http.host;
-  process.stdout.write(`edge-datacenter listening on http://${host}:${service.port}\n`);
-  logger.info({ host: service.host, port: service.port }, 'listening');
+  process.stdout.write(`edge-datacenter listening on ${service.scheme}://${hostPort(config.http.host, service.port)}\n`);
+  logger.info({ host: service.host, port: service.port, scheme: service.scheme }, 'listening');
   if (stopRequested !== undefined) shutdown(stopRequested);
 }
 

@@ -38,6 +38,17 @@ export class NotFoundError extends EdgeError {
   }
 }
 
+/**
+ * The Host header names a host that is not in `[plugin.http_server] allowed_hosts`: the request was meant
+ * for another server, or comes from a page whose name was rebound to this address (DNS rebinding).
+ */
+export class MisdirectedRequestError extends EdgeError {
+  constructor(message: string) {
+    super(message, 'ERR_MISDIRECTED_REQUEST', 421);
+    this.name = 'MisdirectedRequestError';
+  }
+}
+
 export class MethodNotAllowedError extends EdgeError {
   constructor(message: string) {
     super(message, 'ERR_METHOD_NOT_ALLOWED', 405);

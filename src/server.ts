@@ -16,6 +16,7 @@ import type { StoreOptions } from './store/types.js';
 export interface RunningService {
   host: string;
   port: number;
+  scheme: 'http' | 'https';
   stop(): Promise<void>;
 }
 
@@ -119,6 +120,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     return {
       host: http.host,
       port: http.port,
+      scheme: http.scheme,
       stop() {
         // Pushes in flight are answered before connections close: stop listening, let the engine
         // drain (every accepted payload stored and its push answered), then close the rest.

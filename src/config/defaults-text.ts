@@ -23,7 +23,7 @@ export function defaultConfigText(): string {
 function defaultLine(spec: KeySpec): string {
   switch (spec.kind) {
     case 'list':
-      return `;${spec.key} = first-secret, second-secret`;
+      return `;${spec.key} = ${spec.example}`;
     case 'string':
       return spec.default === undefined ? `;${spec.key} = ` : `${spec.key} = ${spec.default}`;
     case 'int':

@@ -38,13 +38,17 @@ export interface EnumKey extends KeyBase {
 
 export interface StringKey extends KeyBase {
   kind: 'string';
-  /** undefined: nothing configured (the admin token is then generated). */
+  /** undefined: nothing configured (the admin token is then generated, a TLS file is not used). */
   default: string | undefined;
+  /** A file or directory: a relative value is resolved against the config file's directory. */
+  path?: true;
 }
 
-/** `dataschema_secrets`: every occurrence counts, each a comma list. */
+/** `dataschema_secrets`, `allowed_hosts`, `trusted_proxies`: every occurrence counts, each a comma list. */
 export interface ListKey extends KeyBase {
   kind: 'list';
+  /** Shown commented out in the default file. */
+  example: string;
 }
 
 export type KeySpec = IntKey | EnumKey | StringKey | ListKey;
@@ -52,13 +56,13 @@ export type KeySpec = IntKey | EnumKey | StringKey | ListKey;
 export const CONFIG_KEYS: readonly KeySpec[] = [
   {
     section: 'main', key: 'dataschema_secrets',
-    target: ['main', 'secrets'], kind: 'list',
+    target: ['main', 'secrets'], kind: 'list', example: 'first-secret, second-secret',
     help: 'Secrets accepted by queryDataList/queryLastData (`secrets=`). Repeat the key and/or give a comma list.\n'
       + 'None configured: a random one is generated into <data_dir>/credentials.ini.',
   },
   {
     section: 'main', key: 'data_dir',
-    target: ['main', 'dataDir'], kind: 'string', default: './data',
+    target: ['main', 'dataDir'], kind: 'string', default: './data', path: true,
     help: 'Models, records and generated credentials. Relative paths start at this file\'s directory.',
   },
   {
@@ -80,7 +84,8 @@ export const CONFIG_KEYS: readonly KeySpec[] = [
   {
     section: 'plugin.http_server', key: 'host',
     target: ['http', 'host'], kind: 'string', default: '0.0.0.0',
-    help: 'Listen address.',
+    help: 'Listen address. Without TLS on an address other than loopback, the start-up log warns:\n'
+      + 'tokens and secrets then cross the network in clear text (docs/deploy.md).',
   },
   {
     section: 'plugin.http_server', key: 'port',
@@ -113,6 +118,35 @@ export const CONFIG_KEYS: readonly KeySpec[] = [
     target: ['http', 'authFailuresPerMinute'], kind: 'int', min: 0, max: 1_000_000, default: 20,
     help: 'Wrong secrets or tokens allowed per client address per minute; beyond it the address gets 429\n'
       + 'with Retry-After until it is back under the limit. 0 = no limit.',
+  },
+  {
+    section: 'plugin.http_server', key: 'tls_cert_file',
+    target: ['http', 'tlsCertFile'], kind: 'string', default: undefined, path: true,
+    help: 'PEM certificate (chain) for HTTPS. Set together with tls_key_file; read at start only (restart to\n'
+      + 'load a renewed certificate). Not set: plain HTTP.',
+  },
+  {
+    section: 'plugin.http_server', key: 'tls_key_file',
+    target: ['http', 'tlsKeyFile'], kind: 'string', default: undefined, path: true,
+    help: 'PEM private key of tls_cert_file. Keep it readable by the service user only (mode 0600).',
+  },
+  {
+    section: 'plugin.http_server', key: 'tls_key_passphrase_file',
+    target: ['http', 'tlsKeyPassphraseFile'], kind: 'string', default: undefined, path: true,
+    help: 'A file holding the passphrase of an encrypted tls_key_file (one line). Not set: the key is not encrypted.',
+  },
+  {
+    section: 'plugin.http_server', key: 'allowed_hosts',
+    target: ['http', 'allowedHosts'], kind: 'list', example: 'gateway.plant.local, 10.1.2.3, localhost',
+    help: 'Host names and addresses clients use to reach the service (comma list, no port). A request whose\n'
+      + 'Host header names another gets 421 before any credential is checked (defence against DNS\n'
+      + 'rebinding). Not set: any Host is accepted.',
+  },
+  {
+    section: 'plugin.http_server', key: 'trusted_proxies',
+    target: ['http', 'trustedProxies'], kind: 'list', example: '127.0.0.1, 10.1.2.0/24',
+    help: 'Reverse proxies (addresses or CIDR ranges) whose X-Forwarded-For names the client, for the throttle\n'
+      + 'of failed authentication and the logs. Not set: X-Forwarded-For is ignored and the peer is the client.',
   },
   {
     section: 'store', key: 'sync',

@@ -9,9 +9,9 @@ import { dirname, resolve } from 'node:path';
 import { InvalidArgumentError } from '../errors.js';
 import { credentialsPath, resolveCredentials } from './credentials.js';
 import { scanIni } from './ini-text.js';
-import { CONFIG_KEYS, envName, keyName, type KeySpec } from './keys.js';
+import { CONFIG_KEYS, envName, keyName, type KeySpec, type ListKey } from './keys.js';
 import type { Config } from './types.js';
-import { parseEnumValue, parseIntValue, splitSecrets } from './values.js';
+import { parseEnumValue, parseHostList, parseIntValue, parseProxyList, splitSecrets } from './values.js';
 
 export interface LoadConfigOptions {
   /** An ini file; without one, the built-in defaults (a missing file given here is an error). */
@@ -55,7 +55,7 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Loade
     const last = values[values.length - 1];
     switch (spec.kind) {
       case 'list':
-        setField(config, spec, splitSecrets(values));
+        setField(config, spec, parseList(spec, values));
         break;
       case 'int':
         setField(config, spec, parseIntValue(spec, last));
@@ -70,7 +70,7 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Loade
           break;
         }
         if (last === '') throw new InvalidArgumentError(`${keyName(spec)} must not be empty (${origin})`);
-        setField(config, spec, spec.key === 'data_dir' ? resolve(baseDir, last) : last);
+        setField(config, spec, spec.path ? resolve(baseDir, last) : last);
         break;
     }
   }
@@ -82,6 +82,7 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Loade
       `[scripts] hard_timeout_ms must be at least timeout_ms (${config.scripts.timeoutMs}) (got ${config.scripts.hardTimeoutMs})`,
     );
   }
+  checkTlsKeys(config.http);
   if (config.scripts.workers === 0) config.scripts.workers = Math.max(1, availableParallelism() - 1);
   if (configuredToken !== undefined && configuredToken.length < 16) {
     warn('[main] admin_token is shorter than 16 characters; anyone who can reach the port may guess it');
@@ -102,6 +103,23 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Loade
   return { config, firstStart, warnings };
 }
 
+function parseList(spec: ListKey, values: string[]): string[] {
+  if (spec.key === 'allowed_hosts') return parseHostList(spec, values);
+  if (spec.key === 'trusted_proxies') return parseProxyList(spec, values);
+  return splitSecrets(values);
+}
+
+/** HTTPS needs the certificate and its key; a passphrase alone is a mistake, not a wish for plain HTTP. */
+function checkTlsKeys(http: Config['http']): void {
+  const cert = http.tlsCertFile !== '';
+  const key = http.tlsKeyFile !== '';
+  if (cert && !key) throw new InvalidArgumentError('[plugin.http_server] tls_key_file is missing: tls_cert_file is set, and HTTPS needs both');
+  if (key && !cert) throw new InvalidArgumentError('[plugin.http_server] tls_cert_file is missing: tls_key_file is set, and HTTPS needs both');
+  if (http.tlsKeyPassphraseFile !== '' && !key) {
+    throw new InvalidArgumentError('[plugin.http_server] tls_key_passphrase_file is set without tls_cert_file and tls_key_file');
+  }
+}
+
 const secretsSpec = CONFIG_KEYS.find((s) => s.key === 'dataschema_secrets') as KeySpec;
 
 /** Every default filled in; `secrets` and `adminToken` stay empty until credentials are resolved. */
@@ -110,7 +128,7 @@ function defaultConfig(baseDir: string): Config {
   for (const spec of CONFIG_KEYS) {
     if (spec.kind === 'list') setField(config, spec, []);
     else if (spec.kind === 'string' && spec.default === undefined) setField(config, spec, '');
-    else if (spec.key === 'data_dir') setField(config, spec, resolve(baseDir, spec.default as string));
+    else if (spec.kind === 'string' && spec.path) setField(config, spec, resolve(baseDir, spec.default as string));
     else setField(config, spec, spec.default as string | number);
   }
   return config;

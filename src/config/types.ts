@@ -25,6 +25,15 @@ export interface Config {
     maxConnections: number;
     /** Wrong credentials per address per minute before 429; 0 = no limit. */
     authFailuresPerMinute: number;
+    /** Absolute paths; '' = not set. Both set: HTTPS; neither: plain HTTP (loadConfig refuses one alone). */
+    tlsCertFile: string;
+    tlsKeyFile: string;
+    /** '' = the key is not encrypted. */
+    tlsKeyPassphraseFile: string;
+    /** Lower-case host names and addresses without port or brackets; empty = any Host is accepted. */
+    allowedHosts: string[];
+    /** Addresses and CIDR ranges (`10.0.0.1`, `fd00::/64`) whose X-Forwarded-For is believed; empty = none. */
+    trustedProxies: string[];
   };
   store: {
     sync: Durability;

@@ -1,6 +1,7 @@
 /** Turns one raw ini (or environment) string into a typed value, or throws naming the key and the rule. */
+import { isIP, isIPv6 } from 'node:net';
 import { InvalidArgumentError } from '../errors.js';
-import { keyName, type EnumKey, type IntKey } from './keys.js';
+import { keyName, type EnumKey, type IntKey, type ListKey } from './keys.js';
 
 const INTEGER = /^[+-]?\d+$/;
 
@@ -29,4 +30,39 @@ export function parseEnumValue(spec: EnumKey, raw: string): string {
 export function splitSecrets(occurrences: readonly string[]): string[] {
   const secrets = occurrences.flatMap((value) => value.split(',')).map((s) => s.trim()).filter((s) => s !== '');
   return [...new Set(secrets)];
+}
+
+const HOST_NAME = /^[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*$/;
+
+/**
+ * `allowed_hosts`: the comma items of every occurrence, lower-cased, without a trailing dot or IPv6
+ * brackets (the form the Host check compares). Throws naming an item that is not a host name or address.
+ */
+export function parseHostList(spec: ListKey, occurrences: readonly string[]): string[] {
+  const hosts = splitSecrets(occurrences).map((item) => {
+    let host = item.toLowerCase();
+    if (host.startsWith('[') && host.endsWith(']')) host = host.slice(1, -1);
+    else if (host.endsWith('.')) host = host.slice(0, -1);
+    if (host.includes(':') ? isIPv6(host) : HOST_NAME.test(host)) return host;
+    throw new InvalidArgumentError(
+      `${keyName(spec)} must list host names or addresses without port, such as gateway.plant.local, 10.1.2.3 or [fd00::1] (got ${JSON.stringify(item)})`,
+    );
+  });
+  return [...new Set(hosts)];
+}
+
+/** `trusted_proxies`: IP addresses and CIDR ranges (`10.1.2.0/24`, `fd00::/64`). Throws naming a bad item. */
+export function parseProxyList(spec: ListKey, occurrences: readonly string[]): string[] {
+  return splitSecrets(occurrences).map((item) => {
+    const [address, prefix, extra] = item.split('/');
+    const version = isIP(address);
+    const bits = version === 6 ? 128 : 32;
+    const prefixOk = prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= bits);
+    if (version === 0 || !prefixOk || extra !== undefined) {
+      throw new InvalidArgumentError(
+        `${keyName(spec)} must list IP addresses or CIDR ranges, such as 127.0.0.1, 10.1.2.0/24 or fd00::/64 (got ${JSON.stringify(item)})`,
+      );
+    }
+    return item.toLowerCase();
+  });
 }

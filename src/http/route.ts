@@ -17,6 +17,8 @@ import {
   PushPartlyKeptError,
   UriTooLongError,
 } from '../errors.js';
+import { checkHost } from './allowed-hosts.js';
+import type { ClientAddress } from './client-address.js';
 import { parseQueryString, type QueryParams } from './params.js';
 import type { HttpRequest, HttpResponse, TemplatedApp } from './uws.js';
 
@@ -25,7 +27,7 @@ export type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
 const STATUS_TEXT: Record<number, string> = {
   200: 'OK', 204: 'No Content', 304: 'Not Modified', 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden',
   404: 'Not Found', 405: 'Method Not Allowed', 409: 'Conflict', 413: 'Payload Too Large', 414: 'URI Too Long',
-  415: 'Unsupported Media Type', 429: 'Too Many Requests', 500: 'Internal Server Error', 503: 'Service Unavailable',
+  415: 'Unsupported Media Type', 421: 'Misdirected Request', 429: 'Too Many Requests', 500: 'Internal Server Error', 503: 'Service Unavailable',
 };
 
 export function statusLine(status: number): string {
@@ -41,6 +43,8 @@ export class RequestCtx {
   private remote: string | undefined;
   /** Reads the peer address from the uWS response (set by the router). */
   remoteSource: (() => string) | undefined;
+  /** `trusted_proxies`: who may name the client in X-Forwarded-For (set by the router). */
+  clientAddress: ClientAddress | undefined;
 
   constructor(
     readonly method: string,
@@ -56,7 +60,8 @@ export class RequestCtx {
   }
 
   /**
-   * The client address as uWS reports it (`127.0.0.1`, `::1`; IPv4-mapped IPv6 is shown as IPv4).
+   * The client address as uWS reports it (`127.0.0.1`, `::1`; IPv4-mapped IPv6 is shown as IPv4), or,
+   * when that peer is one of `trusted_proxies`, the client it names in X-Forwarded-For.
    * Read on first use; '' when unknown (the client has gone).
    */
   get remoteAddress(): string {
@@ -67,7 +72,8 @@ export class RequestCtx {
       } catch {
         // the response was aborted: the address is no longer available
       }
-      this.remote = text.startsWith('::ffff:') && text.includes('.') ? text.slice(7) : text;
+      const peer = text.startsWith('::ffff:') && text.includes('.') ? text.slice(7) : text;
+      this.remote = this.clientAddress?.resolve(peer, this.headers['x-forwarded-for']) ?? peer;
     }
     return this.remote;
   }
@@ -127,6 +133,10 @@ export interface RouterOptions {
   bodyBytesMax: number;
   /** Paths outside the route table and outside `/api/`: GET and HEAD only. */
   fallback: (ctx: RequestCtx) => unknown;
+  /** `allowed_hosts`: when not empty, every request must name one of them in `Host` (else 421). */
+  allowedHosts?: ReadonlySet<string>;
+  /** `trusted_proxies`; without it the peer is the client. */
+  clientAddress?: ClientAddress;
 }
 
 /** One request's response, tracking whether it may still be written. */
@@ -302,17 +312,21 @@ export class Router {
     let conflict: string | undefined;
     req.forEach((key, value) => {
       if (headers[key] !== undefined && headers[key] !== value && SINGLE_HEADERS.has(key)) conflict ??= key;
-      headers[key] = value;
+      // Several X-Forwarded-For headers are one list (RFC 9110 5.3); every other header: the last counts.
+      headers[key] = key === 'x-forwarded-for' && headers[key] !== undefined ? `${headers[key]}, ${value}` : value;
     });
     const ex = new Exchange(res, COUNTED_METHODS.has(method) ? method : 'OTHER', this.tally, this.pending);
     const ctx = new RequestCtx(method, path, rawQuery, headers);
     ctx.remoteSource = () => Buffer.from(res.getRemoteAddressAsText()).toString();
+    ctx.clientAddress = this.options.clientAddress;
     try {
       const urlBytes = Buffer.byteLength(path) + (rawQuery.length > 0 ? rawQuery.length + 1 : 0);
       if (urlBytes > this.options.urlBytesMax) {
         throw new UriTooLongError(`request URL is ${urlBytes} bytes, more than the limit of ${this.options.urlBytesMax}`);
       }
       if (conflict !== undefined) throw new InvalidArgumentError(`the request has two ${conflict} headers with different values`);
+      // Before routing and every guard: a rebound page must not reach a credential check.
+      if (this.options.allowedHosts !== undefined && this.options.allowedHosts.size > 0) checkHost(ctx.header('host'), this.options.allowedHosts);
       const route = this.resolve(ctx, ex);
       if (route === undefined) return this.writeRaw(ex, ctx, new RawReply(204, CORS_PREFLIGHT, ''));
       route.guard?.(ctx);

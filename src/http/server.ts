@@ -2,6 +2,7 @@
  * Builds the uWS app, registers every route and listens. `port: 0` picks a free port (tests).
  */
 import { adminGuard, bearerToken, SecretSet } from './auth.js';
+import { ClientAddress } from './client-address.js';
 import { ConnectionGate } from './connections.js';
 import { addDatacenterRoutes } from './datacenter-routes.js';
 import type { EngineApi, HttpDeps, RegistryApi } from './deps.js';
@@ -12,11 +13,14 @@ import { addSchemaRoutes } from './schema-routes.js';
 import { addScriptRoutes } from './script-routes.js';
 import { findPublicDir, staticHandler } from './static.js';
 import { AuthThrottle } from './throttle.js';
-import uWS, { listenExclusive, type us_listen_socket } from './uws.js';
+import { loadTls, type TlsSetup } from './tls.js';
+import uWS, { listenExclusive, type TemplatedApp, type us_listen_socket } from './uws.js';
 
 export interface HttpServer {
   host: string;
   port: number;
+  /** `https` when tls_cert_file and tls_key_file are set. */
+  scheme: 'http' | 'https';
   /** Every route: method and path (fuzzing, documentation). */
   routes: ReadonlyArray<{ method: string; path: string }>;
   /** Stops accepting connections; requests on open ones are still answered. */
@@ -42,6 +46,8 @@ export class ListenError extends Error {
 
 export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
   const { config, registry, engine, logger } = deps;
+  // First: a wrong certificate or key stops the start before anything listens.
+  const tls = await loadTls(config.http);
   const startedAt = Date.now();
   const publicDir = findPublicDir();
   if (publicDir === undefined) logger.warn('UI directory src/ui/public not found: non-API paths answer 404');
@@ -51,6 +57,8 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
     urlBytesMax: config.http.urlBytesMax,
     bodyBytesMax: config.http.bodyBytesMax,
     fallback: staticHandler(publicDir),
+    allowedHosts: new Set(config.http.allowedHosts),
+    clientAddress: config.http.trustedProxies.length > 0 ? new ClientAddress(config.http.trustedProxies) : undefined,
   });
   const throttle = new AuthThrottle(config.http.authFailuresPerMinute);
   const connections = new ConnectionGate(config.http.maxConnections);
@@ -92,7 +100,7 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
     }),
   });
 
-  const app = uWS.App();
+  const app = createApp(tls);
   connections.attach(app);
   router.attach(app);
   const host = config.http.host;
@@ -103,6 +111,16 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
     });
   });
   const port = uWS.us_socket_local_port(listenSocket);
+  if (tls !== undefined) {
+    const cert = tls.certificate;
+    logger.info({ subject: cert.subject, issuer: cert.issuer, validTo: cert.validTo }, `serving HTTPS with the certificate for ${cert.subject.replaceAll('\n', ', ')}, valid until ${cert.validTo}`);
+    if (Date.parse(cert.validTo) < Date.now()) logger.warn(`the certificate in ${config.http.tlsCertFile} expired on ${cert.validTo}: clients will refuse it`);
+  } else if (!isLoopback(host)) {
+    logger.warn(
+      `serving plain HTTP on ${hostPort(host, port)}, not loopback: tokens and secrets cross the network in clear text; ` +
+        'set tls_cert_file/tls_key_file or put a TLS reverse proxy in front (docs/deploy.md)',
+    );
+  }
   let listening = true;
   let closing: Promise<void> | undefined;
   const stopListening = (): void => {
@@ -113,6 +131,7 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
   return {
     host,
     port,
+    scheme: tls === undefined ? 'http' : 'https',
     routes: router.routes(),
     stopListening,
     close(graceMs = CLOSE_GRACE_MS) {
@@ -125,6 +144,29 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
       return closing;
     },
   };
+}
+
+function createApp(tls: TlsSetup | undefined): TemplatedApp {
+  if (tls === undefined) return uWS.App();
+  try {
+    return uWS.SSLApp(tls.options);
+  } catch (err) {
+    // loadTls accepted the files, so this is something OpenSSL in uWS refuses that node:crypto does not.
+    throw new ListenError(
+      `uWebSockets.js could not set up TLS with tls_cert_file ${tls.options.cert_file_name as string} and tls_key_file ${tls.options.key_file_name as string}: ${(err as Error).message}`,
+    );
+  }
+}
+
+/** 127.0.0.0/8, ::1 and localhost; 0.0.0.0 and :: are every interface, so not loopback. */
+export function isLoopback(host: string): boolean {
+  const h = host.toLowerCase();
+  return h === 'localhost' || h === '::1' || /^(::ffff:)?127\.\d+\.\d+\.\d+$/.test(h);
+}
+
+/** host:port as in a URL: an IPv6 address in brackets. */
+export function hostPort(host: string, port: number): string {
+  return `${host.includes(':') ? `[${host}]` : host}:${port}`;
 }
 
 /**

@@ -21,7 +21,7 @@ const uWS: typeof UWS = await import('uWebSockets.js');
 (uWS as unknown as { _cfg(key: string): void })._cfg('silent');
 
 export default uWS;
-export type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
+export type { AppOptions, HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 
 type ListenCallback = (socket: UWS.us_listen_socket | false) => void;
 /** uSockets' LIBUS_LISTEN_EXCLUSIVE_PORT (a non-exported enum member in the typings). */

@@ -28,6 +28,7 @@ describe('loadConfig defaults', () => {
       expect(config.main.dataDir).toBe(join(dir, 'data'));
       expect(config.http).toEqual({
         host: '0.0.0.0', port: 2580, urlBytesMax: 8192, bodyBytesMax: 4194304, idleTimeoutS: 60, maxConnections: 1000, authFailuresPerMinute: 20,
+        tlsCertFile: '', tlsKeyFile: '', tlsKeyPassphraseFile: '', allowedHosts: [], trustedProxies: [],
       });
       expect(config.store).toEqual({
         sync: 'interval', syncIntervalMs: 1000, segmentBytes: 33554432, segmentAgeHours: 24,
@@ -112,6 +113,16 @@ describe('loadConfig values', () => {
     ['[main]\nlog_level = loud', '[main] log_level must be one of fatal, error, warn, info, debug, trace, silent (got "loud")'],
     ['[main]\ndata_dir =', '[main] data_dir must not be empty'],
     ['[scripts]\ntimeout_ms = 500\nhard_timeout_ms = 100', '[scripts] hard_timeout_ms must be at least timeout_ms (500) (got 100)'],
+    ['[plugin.http_server]\ntls_cert_file = cert.pem', '[plugin.http_server] tls_key_file is missing: tls_cert_file is set, and HTTPS needs both'],
+    ['[plugin.http_server]\ntls_key_file = key.pem', '[plugin.http_server] tls_cert_file is missing: tls_key_file is set, and HTTPS needs both'],
+    ['[plugin.http_server]\ntls_key_passphrase_file = pass.txt', '[plugin.http_server] tls_key_passphrase_file is set without tls_cert_file and tls_key_file'],
+    ['[plugin.http_server]\ntls_cert_file =', '[plugin.http_server] tls_cert_file must not be empty'],
+    ['[plugin.http_server]\nallowed_hosts = gw.plant:2580', '[plugin.http_server] allowed_hosts must list host names or addresses without port, such as gateway.plant.local, 10.1.2.3 or [fd00::1] (got "gw.plant:2580")'],
+    ['[plugin.http_server]\nallowed_hosts = http://gw.plant', '(got "http://gw.plant")'],
+    ['[plugin.http_server]\nallowed_hosts = gw plant', '(got "gw plant")'],
+    ['[plugin.http_server]\ntrusted_proxies = proxy.plant', '[plugin.http_server] trusted_proxies must list IP addresses or CIDR ranges, such as 127.0.0.1, 10.1.2.0/24 or fd00::/64 (got "proxy.plant")'],
+    ['[plugin.http_server]\ntrusted_proxies = 10.0.0.0/33', '(got "10.0.0.0/33")'],
+    ['[plugin.http_server]\ntrusted_proxies = fd00::/129', '(got "fd00::/129")'],
   ])('refuses %j', async (text, message) => {
     const error = await load(text).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(InvalidArgumentError);
@@ -132,6 +143,20 @@ describe('loadConfig values', () => {
     expect(warnings.join('\n')).toMatch(/:3: unknown key \[main\] debug_mode ignored/);
     expect(warnings.join('\n')).toMatch(/:4: not "key = value", ignored: not a pair/);
     expect(warnings.join('\n')).toMatch(/\[plugin.http_server\] port is set 2 times \(lines 6, 7\)/);
+  });
+
+  it('resolves the TLS files against the file directory and normalises allowed_hosts', async () => {
+    const { config } = await load([
+      '[plugin.http_server]',
+      'tls_cert_file = tls/cert.pem', 'tls_key_file = /etc/edge/key.pem', 'tls_key_passphrase_file = pass.txt',
+      'allowed_hosts = Gateway.Plant.Local., 10.1.2.3', 'allowed_hosts = [FD00::1], localhost, 10.1.2.3',
+    ].join('\n'));
+    expect(config.http.tlsCertFile).toBe(join(dir, 'tls', 'cert.pem'));
+    expect(config.http.tlsKeyFile).toBe('/etc/edge/key.pem');
+    expect(config.http.tlsKeyPassphraseFile).toBe(join(dir, 'pass.txt'));
+    expect(config.http.allowedHosts).toEqual(['gateway.plant.local', '10.1.2.3', 'fd00::1', 'localhost']);
+    const proxies = await load('[plugin.http_server]\ntrusted_proxies = 127.0.0.1, 10.1.2.0/24, FD00::/64\n');
+    expect(proxies.config.http.trustedProxies).toEqual(['127.0.0.1', '10.1.2.0/24', 'fd00::/64']);
   });
 
   it('honours ini quoting and inline comments', async () => {

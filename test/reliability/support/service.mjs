@@ -82,7 +82,7 @@ export function startService(configFile, opts = {}) {
         const line = out.slice(0, nl);
         out = out.slice(nl + 1);
         keep(line);
-        const m = /listening on (http:\/\/\S+)/.exec(line);
+        const m = /listening on (https?:\/\/\S+)/.exec(line);
         if (m && !ready) {
           ready = true;
           clearTimeout(timer);

@@ -1,0 +1,74 @@
+/**
+ * `[plugin.http_server] tls_cert_file, tls_key_file, tls_key_passphrase_file`: checks the files before
+ * uWS sees them. uWS reads them itself and, for a missing file, a file that is not PEM or a key that
+ * does not belong to the certificate, only throws "App construction failed"; node:crypto says which file
+ * is wrong and why, so the start fails with one line naming it. The files are read once, at start: a
+ * renewed certificate takes a restart (docs/deploy.md).
+ */
+import { createPrivateKey, X509Certificate, type KeyObject } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import type { Config } from '../config/types.js';
+import { InvalidArgumentError } from '../errors.js';
+import type { AppOptions } from './uws.js';
+
+export interface TlsSetup {
+  options: AppOptions;
+  /** For the start-up log: subject, issuer and expiry of the certificate. */
+  certificate: X509Certificate;
+}
+
+/** undefined when TLS is not configured; loadConfig has already refused a certificate without key and the reverse. */
+export async function loadTls(http: Config['http']): Promise<TlsSetup | undefined> {
+  if (http.tlsCertFile === '' || http.tlsKeyFile === '') return undefined;
+  const certificate = parseCertificate(http.tlsCertFile, await readConfiguredFile('tls_cert_file', http.tlsCertFile));
+  const passphrase = http.tlsKeyPassphraseFile === '' ? undefined : await readPassphrase(http.tlsKeyPassphraseFile);
+  const key = parseKey(http.tlsKeyFile, await readConfiguredFile('tls_key_file', http.tlsKeyFile), passphrase);
+  if (!certificate.checkPrivateKey(key)) {
+    throw new InvalidArgumentError(
+      `[plugin.http_server] tls_key_file ${http.tlsKeyFile} is not the private key of the certificate in tls_cert_file ${http.tlsCertFile}`,
+    );
+  }
+  const options: AppOptions = { cert_file_name: http.tlsCertFile, key_file_name: http.tlsKeyFile };
+  if (passphrase !== undefined) options.passphrase = passphrase;
+  return { options, certificate };
+}
+
+async function readConfiguredFile(key: string, file: string): Promise<Buffer> {
+  try {
+    return await readFile(file);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const why = code === 'ENOENT' ? 'does not exist' : code === 'EACCES' ? 'is not readable by this user' : `cannot be read (${code ?? (err as Error).message})`;
+    throw new InvalidArgumentError(`[plugin.http_server] ${key} ${file} ${why}`);
+  }
+}
+
+function parseCertificate(file: string, pem: Buffer): X509Certificate {
+  try {
+    // The first certificate of the file is the server's; intermediates may follow it.
+    return new X509Certificate(pem);
+  } catch (err) {
+    throw new InvalidArgumentError(`[plugin.http_server] tls_cert_file ${file} is not a PEM certificate (${reason(err)})`);
+  }
+}
+
+function parseKey(file: string, pem: Buffer, passphrase: string | undefined): KeyObject {
+  try {
+    return createPrivateKey({ key: pem, format: 'pem', passphrase });
+  } catch (err) {
+    const hint = passphrase === undefined && pem.includes('ENCRYPTED') ? '; it is encrypted: set tls_key_passphrase_file' : '';
+    throw new InvalidArgumentError(`[plugin.http_server] tls_key_file ${file} is not a usable PEM private key (${reason(err)})${hint}`);
+  }
+}
+
+/** The first line of the file, without its line end. */
+async function readPassphrase(file: string): Promise<string> {
+  const text = (await readConfiguredFile('tls_key_passphrase_file', file)).toString('utf8');
+  const passphrase = text.split(/\r?\n/, 1)[0];
+  if (passphrase === '') throw new InvalidArgumentError(`[plugin.http_server] tls_key_passphrase_file ${file} is empty`);
+  return passphrase;
+}
+
+function reason(err: unknown): string {
+  return String((err as Error)?.message ?? err).split('\n', 1)[0];
+}
