@@ -1,7 +1,8 @@
 /**
  * Builds the uWS app, registers every route and listens. `port: 0` picks a free port (tests).
  */
-import { adminGuard, SecretSet } from './auth.js';
+import { Audit, warnIfPlainNonLoopback } from './audit.js';
+import { adminGuard, type FailureLimiter, SecretSet } from './auth.js';
 import { ConnectionGate } from './connections.js';
 import { addDatacenterRoutes } from './datacenter-routes.js';
 import type { EngineApi, HttpDeps, RegistryApi } from './deps.js';
@@ -53,18 +54,26 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
     fallback: staticHandler(publicDir),
   });
   const throttle = new AuthThrottle(config.http.authFailuresPerMinute);
+  const audit = new Audit(logger);
+  // Audited before the throttle, which throws 429 when the address is over the limit.
+  const failures: FailureLimiter = {
+    failed(ctx, kind) {
+      audit.authFailed(ctx, kind);
+      throttle.failed(ctx, kind);
+    },
+  };
   const connections = new ConnectionGate(config.http.maxConnections);
-  const admin = adminGuard(new SecretSet([config.main.adminToken]), throttle);
-  addQueryRoutes(router, registry, new SecretSet(config.main.secrets), throttle);
-  addSchemaRoutes(router, registry, admin);
-  addDatacenterRoutes(router, registry, config, admin);
-  addScriptRoutes(router, engine, admin, throttle);
+  const admin = adminGuard(new SecretSet([config.main.adminToken]), failures);
+  addQueryRoutes(router, registry, new SecretSet(config.main.secrets), failures);
+  addSchemaRoutes(router, registry, admin, audit);
+  addDatacenterRoutes(router, registry, config, admin, audit);
+  addScriptRoutes(router, engine, admin, audit, failures);
   const metrics = createMetrics({ registry, engine, router, connections, throttle });
   router.add({
     method: 'GET',
     path: '/metrics',
     // The admin token, or the separate [main] metrics_token when one is configured.
-    guard: adminGuard(new SecretSet([config.main.adminToken, config.main.metricsToken]), throttle, 'metrics or admin token'),
+    guard: adminGuard(new SecretSet([config.main.adminToken, config.main.metricsToken]), failures, 'metrics or admin token'),
     handler: async () =>
       new RawReply(
         200,
@@ -95,6 +104,8 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
     });
   });
   const port = uWS.us_socket_local_port(listenSocket);
+  // The one place that knows whether TLS is on; plain HTTP until [plugin.http_server] tls_* exists.
+  warnIfPlainNonLoopback(host, false, logger);
   let listening = true;
   let closing: Promise<void> | undefined;
   const stopListening = (): void => {
@@ -110,6 +121,7 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
     close(graceMs = CLOSE_GRACE_MS) {
       closing ??= (async () => {
         stopListening();
+        audit.flush();
         await router.settled(graceMs);
         // Also ends idle keep-alive connections so the event loop can empty.
         (app as { close?: () => void }).close?.();
