@@ -116,8 +116,8 @@ export const CONFIG_KEYS: readonly KeySpec[] = [
   {
     section: 'plugin.http_server', key: 'auth_failures_per_minute',
     target: ['http', 'authFailuresPerMinute'], kind: 'int', min: 0, max: 1_000_000, default: 20,
-    help: 'Wrong secrets or tokens allowed per client address per minute; beyond it the address gets 429\n'
-      + 'with Retry-After until it is back under the limit. 0 = no limit.',
+    help: 'Wrong secrets or tokens allowed per client address and credential kind per minute; beyond it\n'
+      + 'wrong ones get 429 with Retry-After. Right ones always pass (docs/security.md). 0 = no limit.',
   },
   {
     section: 'plugin.http_server', key: 'tls_cert_file',

@@ -87,6 +87,12 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Loade
   if (configuredToken !== undefined && configuredToken.length < 16) {
     warn('[main] admin_token is shorter than 16 characters; anyone who can reach the port may guess it');
   }
+  // A right guess passes even while its address is throttled (docs/security.md, "Lockout"): length is
+  // what keeps guessing hopeless, also for a web page that reads the CORS answers of the data endpoints.
+  const shortSecrets = config.main.secrets.filter((s) => s.length < 16).length;
+  if (shortSecrets > 0) {
+    warn(`[main] dataschema_secrets: ${shortSecrets} of the secrets are shorter than 16 characters; anyone who can reach the port may guess them`);
+  }
 
   await prepareDataDir(config.main.dataDir);
   const credentials = await resolveCredentials(config.main.dataDir, {

@@ -6,6 +6,7 @@
 import { AuthError } from '../errors.js';
 import { digestsEqual, sha256 } from '../util/digest.js';
 import type { RequestCtx } from './route.js';
+import type { CredentialKind } from './throttle.js';
 
 export class SecretSet {
   private readonly digests: Buffer[];
@@ -45,36 +46,36 @@ export function requestSecret(ctx: RequestCtx): string | undefined {
 }
 
 /**
- * Wrong credentials per client address (see throttle.ts). `check` throws 429 while the address is over
- * the limit; `fail` counts one wrong credential. Missing credentials are not counted: they guess nothing.
+ * Hears of every wrong credential, after it was checked (see throttle.ts and audit.ts). `failed` throws
+ * 429 while the request's address is over the limit for that kind of credential; when it returns, the
+ * caller answers 401. Missing credentials are not reported: they guess nothing.
  */
 export interface FailureLimiter {
-  /** Throws 429 while the request's address is over the limit. */
-  guard(ctx: { readonly remoteAddress: string }): void;
-  /** Counts one wrong credential for the request's address. */
-  failed(ctx: { readonly remoteAddress: string }): void;
+  failed(ctx: { readonly remoteAddress: string }, kind: CredentialKind): void;
 }
 
+/** The credential is checked first: a right one passes whatever else came from its address. */
 export function checkSecret(secrets: SecretSet, ctx: RequestCtx, limiter?: FailureLimiter): void {
-  limiter?.guard(ctx);
   const given = requestSecret(ctx);
   if (given === undefined) {
     throw new AuthError("missing secret: give the query parameter 'secrets' (or 'secret', or the header X-Api-Secret)");
   }
   if (!secrets.matches(given)) {
-    limiter?.failed(ctx);
+    limiter?.failed(ctx, 'data-secret');
     throw new AuthError('wrong secret');
   }
 }
 
-/** A guard accepting any of `tokens` as `Authorization: Bearer`; `what` names the credential in messages. */
+/**
+ * A guard accepting any of `tokens` as `Authorization: Bearer`; `what` names the credential in messages.
+ * Failures count as `admin-token` guesses: every token accepted here also opens /metrics or more.
+ */
 export function adminGuard(tokens: SecretSet, limiter?: FailureLimiter, what = 'admin token'): (ctx: RequestCtx) => void {
   return (ctx) => {
-    limiter?.guard(ctx);
     const token = bearerToken(ctx);
     if (token === undefined) throw new AuthError(`missing ${what}: send the header Authorization: Bearer <${what.replaceAll(' ', '_')}>`);
     if (!tokens.matches(token)) {
-      limiter?.failed(ctx);
+      limiter?.failed(ctx, 'admin-token');
       throw new AuthError(`wrong ${what}`);
     }
   };

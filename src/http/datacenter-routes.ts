@@ -4,6 +4,7 @@
  */
 import type { Config } from '../config/types.js';
 import type { Attribute } from '../models/types.js';
+import type { Audit } from './audit.js';
 import type { RegistryApi } from './deps.js';
 import { contentDisposition, exportChunks, exportContentType, exportFormat, formulaMode, pumpToSink } from './export.js';
 import { modelView } from './format.js';
@@ -34,7 +35,7 @@ export function ddlDetail(attributes: readonly Attribute[]): Array<Record<string
   ];
 }
 
-export function addDatacenterRoutes(router: Router, registry: RegistryApi, config: Config, guard: Guard): void {
+export function addDatacenterRoutes(router: Router, registry: RegistryApi, config: Config, guard: Guard, audit: Audit): void {
   const base = '/api/v1/datacenter';
 
   router.add({ method: 'GET', path: `${base}/listSchemaDDL`, guard, handler: () => registry.list().map(modelView) });
@@ -77,6 +78,7 @@ export function addDatacenterRoutes(router: Router, registry: RegistryApi, confi
     handler: async (ctx) => {
       const uuid = required(ctx.query, 'uuid');
       await registry.log(uuid).clear();
+      audit.event('data.clear', ctx, { type: 'model', name: registry.get(uuid).name, uuid });
       return [];
     },
   });
@@ -85,6 +87,9 @@ export function addDatacenterRoutes(router: Router, registry: RegistryApi, confi
     method: 'GET',
     path: `${base}/secret`,
     guard,
-    handler: () => ({ secret: config.main.secrets[0] ?? '' }),
+    handler: (ctx) => {
+      audit.event('secret.read', ctx, { type: 'secret', name: 'dataschema_secrets', uuid: '' });
+      return { secret: config.main.secrets[0] ?? '' };
+    },
   });
 }

@@ -152,7 +152,7 @@ export function createMetrics(src: MetricsSources): Metrics {
   });
   new Counter({
     name: 'edge_http_auth_throttled_total',
-    help: 'Requests refused with 429 because their address presented too many wrong credentials.',
+    help: 'Wrong credentials answered 429 because their address had presented too many of that kind.',
     registers,
     collect() {
       this.reset();
@@ -161,7 +161,7 @@ export function createMetrics(src: MetricsSources): Metrics {
   });
   new Gauge({
     name: 'edge_http_auth_throttle_addresses',
-    help: 'Client addresses with recent wrong credentials (bounded table).',
+    help: 'Client address and credential kind pairs with recent wrong credentials (bounded table).',
     registers,
     collect() {
       this.set(src.throttle.size);

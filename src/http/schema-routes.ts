@@ -3,6 +3,7 @@
  * behind the admin token. Creates return `data.uuid` plus the object; actions without a result return
  * `[]` as RHILEX does.
  */
+import { nameOf, type Audit } from './audit.js';
 import type { LogApi, RegistryApi } from './deps.js';
 import type { RecoveryFindings } from '../store/types.js';
 import { modelView, withUuid } from './format.js';
@@ -12,7 +13,7 @@ import { jsonBody, type RequestCtx, type Route, type Router } from './route.js';
 
 type Guard = (ctx: RequestCtx) => void;
 
-export function addSchemaRoutes(router: Router, registry: RegistryApi, guard: Guard): void {
+export function addSchemaRoutes(router: Router, registry: RegistryApi, guard: Guard, audit: Audit): void {
   const add = (route: Omit<Route, 'guard' | 'path'> & { path: string }): void => {
     router.add({ ...route, path: `/api/v1${route.path}`, guard });
   };
@@ -40,7 +41,9 @@ export function addSchemaRoutes(router: Router, registry: RegistryApi, guard: Gu
     method: 'DELETE',
     path: '/schema/del',
     handler: async (ctx) => {
-      await registry.delete(required(ctx.query, 'uuid'));
+      const model = registry.get(required(ctx.query, 'uuid'));
+      await registry.delete(model.uuid);
+      audit.event('model.delete', ctx, { type: 'model', name: model.name, uuid: model.uuid });
       return [];
     },
   });
@@ -58,7 +61,9 @@ export function addSchemaRoutes(router: Router, registry: RegistryApi, guard: Gu
     method: 'POST',
     path: '/schema/recovery/ack',
     handler: async (ctx) => {
-      await registry.log(required(ctx.query, 'uuid')).acknowledgeFindings();
+      const model = registry.get(required(ctx.query, 'uuid'));
+      await registry.log(model.uuid).acknowledgeFindings();
+      audit.event('model.recovery-ack', ctx, { type: 'model', name: model.name, uuid: model.uuid });
       return [];
     },
   });
@@ -66,7 +71,9 @@ export function addSchemaRoutes(router: Router, registry: RegistryApi, guard: Gu
     method: 'POST',
     path: '/schema/publish',
     handler: async (ctx) => {
-      await registry.publish(required(ctx.query, 'uuid'));
+      const uuid = required(ctx.query, 'uuid');
+      await registry.publish(uuid);
+      audit.event('model.publish', ctx, { type: 'model', name: registry.get(uuid).name, uuid });
       return [];
     },
   });
@@ -76,11 +83,12 @@ export function addSchemaRoutes(router: Router, registry: RegistryApi, guard: Gu
     handler: async (ctx) => {
       const uuid = required(ctx.query, 'uuid');
       const confirm = boolean(ctx.query, 'confirm', false);
-      registry.get(uuid);
+      const model = registry.get(uuid);
       if (!confirm) {
         throw new InvalidArgumentError('fix returns the model to draft and deletes all its records: repeat with confirm=true');
       }
       await registry.fix(uuid, true);
+      audit.event('model.fix', ctx, { type: 'model', name: model.name, uuid });
       return [];
     },
   });
@@ -103,7 +111,10 @@ export function addSchemaRoutes(router: Router, registry: RegistryApi, guard: Gu
     method: 'DELETE',
     path: '/schema/properties/del',
     handler: async (ctx) => {
-      await registry.deleteAttribute(required(ctx.query, 'uuid'));
+      const uuid = required(ctx.query, 'uuid');
+      const attribute = await registry.getAttribute(uuid);
+      await registry.deleteAttribute(uuid);
+      audit.event('attribute.delete', ctx, { type: 'attribute', name: nameOf(attribute), uuid });
       return [];
     },
   });

@@ -3,6 +3,7 @@
  * token; a push needs the input's own push token. Without a script engine every route answers 503.
  */
 import { AuthError, InvalidArgumentError, NotFoundError, PushPartlyKeptError, UnavailableError } from '../errors.js';
+import { nameOf, type Audit } from './audit.js';
 import { bearerToken, type FailureLimiter } from './auth.js';
 import type { EngineApi } from './deps.js';
 import { required } from './params.js';
@@ -25,7 +26,7 @@ export function pushPayloads(ctx: RequestCtx): string[] {
   return payloads;
 }
 
-export function addScriptRoutes(router: Router, engine: EngineApi | undefined, guard: Guard, limiter?: FailureLimiter): void {
+export function addScriptRoutes(router: Router, engine: EngineApi | undefined, guard: Guard, audit: Audit, limiter?: FailureLimiter): void {
   const need = (): EngineApi => {
     if (engine === undefined) throw new UnavailableError('the script engine is not running', 5);
     return engine;
@@ -42,6 +43,7 @@ export function addScriptRoutes(router: Router, engine: EngineApi | undefined, g
     path: '/inends/create',
     handler: async (ctx) => {
       const { inend, token } = await need().createInend(jsonBody(ctx));
+      audit.event('inend.create', ctx, { type: 'inend', name: nameOf(inend), uuid: inend.uuid });
       const view = withUuid(inend);
       if (token !== undefined) view.token = token;
       return view;
@@ -52,7 +54,10 @@ export function addScriptRoutes(router: Router, engine: EngineApi | undefined, g
     method: 'DELETE',
     path: '/inends/del',
     handler: async (ctx) => {
-      await need().deleteInend(required(ctx.query, 'uuid'));
+      const uuid = required(ctx.query, 'uuid');
+      const inend = await need().getInend(uuid);
+      await need().deleteInend(uuid);
+      audit.event('inend.delete', ctx, { type: 'inend', name: nameOf(inend), uuid });
       return [];
     },
   });
@@ -63,7 +68,6 @@ export function addScriptRoutes(router: Router, engine: EngineApi | undefined, g
     // failure is counted at once, so concurrent bad requests meet the throttle. An unknown input answers
     // like a wrong token, so input ids cannot be probed.
     guard: (ctx) => {
-      limiter?.guard(ctx);
       const token = bearerToken(ctx);
       if (token === undefined) {
         throw new AuthError("missing push token: send the header Authorization: Bearer <the input's token>");
@@ -73,7 +77,7 @@ export function addScriptRoutes(router: Router, engine: EngineApi | undefined, g
         need().authenticatePush(uuid, token);
       } catch (err) {
         if (!(err instanceof AuthError || err instanceof NotFoundError)) throw err;
-        limiter?.failed(ctx);
+        limiter?.failed(ctx, 'push-token');
         throw new AuthError(`wrong push token for input ${uuid} (or no such input)`);
       }
     },
@@ -101,15 +105,29 @@ export function addScriptRoutes(router: Router, engine: EngineApi | undefined, g
     method: 'POST',
     path: '/rules/create',
     handler: async (ctx) => {
-      return withUuid(await need().createRule(jsonBody(ctx)));
+      const rule = await need().createRule(jsonBody(ctx));
+      audit.event('rule.create', ctx, { type: 'rule', name: nameOf(rule), uuid: rule.uuid });
+      return withUuid(rule);
     },
   });
-  add({ method: 'PUT', path: '/rules/update', handler: async (ctx) => (await need().updateRule(jsonBody(ctx))) ?? [] });
+  add({
+    method: 'PUT',
+    path: '/rules/update',
+    handler: async (ctx) => {
+      const body = jsonBody(ctx);
+      const rule = await need().updateRule(body);
+      audit.event('rule.update', ctx, { type: 'rule', name: nameOf(rule), uuid: String(body.uuid) });
+      return rule ?? [];
+    },
+  });
   add({
     method: 'DELETE',
     path: '/rules/del',
     handler: async (ctx) => {
-      await need().deleteRule(required(ctx.query, 'uuid'));
+      const uuid = required(ctx.query, 'uuid');
+      const rule = await need().getRule(uuid);
+      await need().deleteRule(uuid);
+      audit.event('rule.delete', ctx, { type: 'rule', name: nameOf(rule), uuid });
       return [];
     },
   });

@@ -1,7 +1,8 @@
 /**
  * Builds the uWS app, registers every route and listens. `port: 0` picks a free port (tests).
  */
-import { adminGuard, bearerToken, SecretSet } from './auth.js';
+import { Audit, warnIfPlainNonLoopback } from './audit.js';
+import { adminGuard, bearerToken, type FailureLimiter, SecretSet } from './auth.js';
 import { ClientAddress } from './client-address.js';
 import { ConnectionGate } from './connections.js';
 import { addDatacenterRoutes } from './datacenter-routes.js';
@@ -61,15 +62,23 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
     clientAddress: config.http.trustedProxies.length > 0 ? new ClientAddress(config.http.trustedProxies) : undefined,
   });
   const throttle = new AuthThrottle(config.http.authFailuresPerMinute);
+  const audit = new Audit(logger);
+  // Audited before the throttle, which throws 429 when the address is over the limit.
+  const failures: FailureLimiter = {
+    failed(ctx, kind) {
+      audit.authFailed(ctx, kind);
+      throttle.failed(ctx, kind);
+    },
+  };
   const connections = new ConnectionGate(config.http.maxConnections);
-  const admin = adminGuard(new SecretSet([config.main.adminToken]), throttle);
-  addQueryRoutes(router, registry, new SecretSet(config.main.secrets), throttle);
-  addSchemaRoutes(router, registry, admin);
-  addDatacenterRoutes(router, registry, config, admin);
-  addScriptRoutes(router, engine, admin, throttle);
+  const admin = adminGuard(new SecretSet([config.main.adminToken]), failures);
+  addQueryRoutes(router, registry, new SecretSet(config.main.secrets), failures);
+  addSchemaRoutes(router, registry, admin, audit);
+  addDatacenterRoutes(router, registry, config, admin, audit);
+  addScriptRoutes(router, engine, admin, audit, failures);
   const metrics = createMetrics({ registry, engine, router, connections, throttle });
   // The admin token, or the separate [main] metrics_token when one is configured.
-  const monitor = adminGuard(new SecretSet([config.main.adminToken, config.main.metricsToken]), throttle, 'metrics or admin token');
+  const monitor = adminGuard(new SecretSet([config.main.adminToken, config.main.metricsToken]), failures, 'metrics or admin token');
   router.add({
     method: 'GET',
     path: '/metrics',
@@ -115,12 +124,8 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
     const cert = tls.certificate;
     logger.info({ subject: cert.subject, issuer: cert.issuer, validTo: cert.validTo }, `serving HTTPS with the certificate for ${cert.subject.replaceAll('\n', ', ')}, valid until ${cert.validTo}`);
     if (Date.parse(cert.validTo) < Date.now()) logger.warn(`the certificate in ${config.http.tlsCertFile} expired on ${cert.validTo}: clients will refuse it`);
-  } else if (!isLoopback(host)) {
-    logger.warn(
-      `serving plain HTTP on ${hostPort(host, port)}, not loopback: tokens and secrets cross the network in clear text; ` +
-        'set tls_cert_file/tls_key_file or put a TLS reverse proxy in front (docs/deploy.md)',
-    );
   }
+  warnIfPlainNonLoopback(host, port, tls !== undefined, logger);
   let listening = true;
   let closing: Promise<void> | undefined;
   const stopListening = (): void => {
@@ -137,6 +142,7 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
     close(graceMs = CLOSE_GRACE_MS) {
       closing ??= (async () => {
         stopListening();
+        audit.flush();
         await router.settled(graceMs);
         // Also ends idle keep-alive connections so the event loop can empty.
         (app as { close?: () => void }).close?.();
@@ -159,11 +165,6 @@ function createApp(tls: TlsSetup | undefined): TemplatedApp {
 }
 
 /** 127.0.0.0/8, ::1 and localhost; 0.0.0.0 and :: are every interface, so not loopback. */
-export function isLoopback(host: string): boolean {
-  const h = host.toLowerCase();
-  return h === 'localhost' || h === '::1' || /^(::ffff:)?127\.\d+\.\d+\.\d+$/.test(h);
-}
-
 /** host:port as in a URL: an IPv6 address in brackets. */
 export function hostPort(host: string, port: number): string {
   return `${host.includes(':') ? `[${host}]` : host}:${port}`;

@@ -95,6 +95,13 @@ describe('loadConfig values', () => {
     expect(config.main.secrets).toEqual(['rhilex-secret', 'one', 'two', 'three']);
   });
 
+  it('warns about short data secrets without naming them', async () => {
+    const { warnings } = await load('[main]\ndataschema_secrets = short-one, a-secret-long-enough-1\nadmin_token = 0123456789abcdefXYZ\n');
+    expect(warnings).toEqual([
+      '[main] dataschema_secrets: 1 of the secrets are shorter than 16 characters; anyone who can reach the port may guess them',
+    ]);
+  });
+
   it('an empty dataschema_secrets never disables the check: a secret is generated', async () => {
     const { config, warnings, firstStart } = await load('[main]\ndataschema_secrets = , ,\nadmin_token = 0123456789abcdefXYZ\n');
     expect(config.main.secrets).toHaveLength(1);

@@ -25,7 +25,7 @@ export const CHROMIUM_ARGS = [
   '--disable-background-networking', '--disable-component-update', '--disable-sync',
 ];
 
-interface RunningService { host?: string; port: number; stop(): Promise<void> }
+export interface RunningService { host?: string; port: number; stop(): Promise<void> }
 
 export interface Env {
   base: string;
@@ -38,7 +38,8 @@ export interface Env {
   close(): Promise<void>;
 }
 
-async function startServer(dataDir: string): Promise<RunningService> {
+/** The service from dist/ on 127.0.0.1, port 0, with the harness credentials and default limits. */
+export async function startServer(dataDir: string): Promise<RunningService> {
   const serverJs = path.join(ROOT, 'dist', 'server.js');
   const configJs = path.join(ROOT, 'dist', 'config', 'index.js');
   if (!existsSync(serverJs)) throw new Error('dist/server.js is missing: run `npm run build` first (npm run test:e2e does)');

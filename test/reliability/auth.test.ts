@@ -1,14 +1,15 @@
 /**
  * Credentials: constant-time comparison (functionally: every configured value works, near misses and
- * other lengths do not), and wrong credentials from one address are slowed down (429 with Retry-After)
- * while correct clients on another address keep getting 200. All clients are on loopback: 127.0.0.2 is
- * "another address" (Linux routes all of 127/8 to lo).
+ * other lengths do not), and wrong credentials are slowed down per address and credential kind (429 with
+ * Retry-After) while right ones keep getting 200, from any address including the throttled one. All
+ * clients are on loopback: 127.0.0.2 is "another address" (Linux routes all of 127/8 to lo).
  */
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SecretSet } from '../../src/http/auth.js';
-import { AuthThrottle } from '../../src/http/throttle.js';
-import { ADMIN, bearer, raw, SECRET, type Service, startService } from './helpers.js';
+import { TooManyRequestsError } from '../../src/errors.js';
+import { AuthThrottle, type CredentialKind, THROTTLE_WINDOW_MAX_S } from '../../src/http/throttle.js';
+import { ADMIN, bearer, publishedModel, raw, SECRET, type Service, startService } from './helpers.js';
 
 describe('SecretSet (constant-time comparison, functionally)', () => {
   it('accepts every configured value and nothing else', () => {
@@ -40,93 +41,155 @@ describe('SecretSet (constant-time comparison, functionally)', () => {
   });
 });
 
-describe('AuthThrottle (token bucket per address)', () => {
-  it('allows perMinute failures, then refuses until a token is back', () => {
+describe('AuthThrottle (token bucket per address and credential kind)', () => {
+  /** 401 (undefined) or the Retry-After of the 429 that one more wrong credential gets. */
+  const failOnce = (t: AuthThrottle, address: string, kind: CredentialKind): number | undefined => {
+    try {
+      t.fail(address, kind);
+      return undefined;
+    } catch (err) {
+      expect(err).toBeInstanceOf(TooManyRequestsError);
+      return (err as TooManyRequestsError).retryAfterS;
+    }
+  };
+
+  it('allows perMinute failures, then answers 429 to wrong ones of that kind from that address only', () => {
     let now = 1_000_000;
     const t = new AuthThrottle(3, 100, () => now);
-    for (let i = 0; i < 3; i++) {
-      expect(t.retryAfterS('a')).toBe(0);
-      t.fail('a');
-    }
-    expect(t.retryAfterS('a')).toBe(20); // one token per 20 s at 3/min
-    expect(() => t.check('a')).toThrow(/too many wrong credentials/);
-    expect(t.retryAfterS('b')).toBe(0);
-    now += 20_000;
-    expect(t.retryAfterS('a')).toBe(0);
+    for (let i = 0; i < 3; i++) expect(failOnce(t, 'a', 'data-secret')).toBeUndefined();
+    expect(t.retryAfterS('a', 'data-secret')).toBe(20); // one token per 20 s at 3/min
+    expect(failOnce(t, 'a', 'data-secret')).toBe(40); // over the limit, and it still costs a token
+    expect(t.retryAfterS('a', 'admin-token')).toBe(0);
+    expect(failOnce(t, 'a', 'admin-token')).toBeUndefined();
+    expect(t.retryAfterS('b', 'data-secret')).toBe(0);
+    now += 40_000;
+    expect(t.retryAfterS('a', 'data-secret')).toBe(0);
+    expect(failOnce(t, 'a', 'data-secret')).toBeUndefined();
     now += 60_000;
-    expect(t.retryAfterS('a')).toBe(0);
+    expect(t.retryAfterS('a', 'data-secret')).toBe(0);
+    expect(t.retryAfterS('a', 'admin-token')).toBe(0);
     expect(t.size).toBe(0); // refilled entries are dropped
+    expect(t.failures).toBe(6);
+    expect(t.refused).toBe(1);
+  });
+
+  it('a client that ignores Retry-After extends its own window, up to THROTTLE_WINDOW_MAX_S', () => {
+    const now = 1_000_000;
+    const t = new AuthThrottle(20, 100, () => now);
+    for (let i = 0; i < 20; i++) t.fail('a', 'push-token');
+    const waits: number[] = [];
+    for (let i = 0; i < 1000; i++) waits.push(failOnce(t, 'a', 'push-token') as number);
+    expect(waits[0]).toBe(6); // tokens -1: two tokens short at one per 3 s
+    expect(waits[20]).toBe(66);
+    for (let i = 1; i < waits.length; i++) expect(waits[i]).toBeGreaterThanOrEqual(waits[i - 1]);
+    expect(Math.max(...waits)).toBe(THROTTLE_WINDOW_MAX_S);
   });
 
   it('keeps the table bounded, forgetting the least recently failing address', () => {
     const t = new AuthThrottle(1, 50);
-    for (let i = 0; i < 1000; i++) t.fail(`10.0.${i >> 8}.${i & 255}`);
+    for (let i = 0; i < 1000; i++) failOnce(t, `10.0.${i >> 8}.${i & 255}`, 'admin-token');
     expect(t.size).toBe(50);
-    expect(t.retryAfterS('10.0.3.231')).toBeGreaterThan(0); // the last one is kept
-    expect(t.retryAfterS('10.0.0.0')).toBe(0); // the first one was forgotten
+    expect(t.retryAfterS('10.0.3.231', 'admin-token')).toBeGreaterThan(0); // the last one is kept
+    expect(t.retryAfterS('10.0.0.0', 'admin-token')).toBe(0); // the first one was forgotten
   });
 
   it('0 disables it', () => {
     const t = new AuthThrottle(0);
-    for (let i = 0; i < 100; i++) t.fail('a');
-    expect(t.retryAfterS('a')).toBe(0);
+    for (let i = 0; i < 100; i++) expect(failOnce(t, 'a', 'data-secret')).toBeUndefined();
+    expect(t.retryAfterS('a', 'data-secret')).toBe(0);
     expect(t.failures).toBe(100);
   });
 });
 
-describe('throttling over HTTP', () => {
+describe('throttling over HTTP: only wrong credentials are slowed down, never a right one', () => {
   let svc: Service;
   let model: string;
+  let inend: string;
+  let pushToken: string;
   beforeAll(async () => {
-    svc = await startService({ engine: false, ini: { 'plugin.http_server': ['auth_failures_per_minute = 5'] } });
-    model = 'SCHEMA22222222';
-  });
+    svc = await startService({ ini: { 'plugin.http_server': ['auth_failures_per_minute = 5'] } });
+    model = await publishedModel(svc.port, 'throttled', ['temp']);
+    const created = await raw(svc.port, {
+      method: 'POST',
+      path: '/api/v1/inends/create',
+      headers: { ...bearer(ADMIN), 'Content-Type': 'application/json' },
+      body: JSON.stringify({ name: 'plc', type: 'HTTP', description: '' }),
+    });
+    inend = created.body.data.uuid;
+    pushToken = created.body.data.token;
+  }, 30_000);
   afterAll(async () => svc?.close());
 
   const attacker = { localAddress: '127.0.0.2' };
-  const good = (): Promise<{ status: number }> =>
-    raw(svc.port, { path: `/api/v1/datacenter/queryLastData?uuid=${model}&secrets=${SECRET}` });
+  const secretAt = (where: { localAddress?: string }, secret: string): Promise<{ status: number }> =>
+    raw(svc.port, { ...where, path: `/api/v1/datacenter/queryLastData?uuid=${model}&secrets=${encodeURIComponent(secret)}` });
+  const adminAt = (where: { localAddress?: string }, token: string): Promise<{ status: number }> =>
+    raw(svc.port, { ...where, path: '/api/v1/schema/list', headers: bearer(token) });
+  const pushAt = (where: { localAddress?: string }, token: string): Promise<{ status: number }> =>
+    raw(svc.port, {
+      ...where,
+      method: 'POST',
+      path: `/api/v1/inends/push?uuid=${inend}`,
+      headers: { ...bearer(token), 'Content-Type': 'application/json' },
+      body: '{"v":1}',
+    });
 
-  it('wrong secrets from one address: 401 up to the limit, then 429 with Retry-After for any credential there', async () => {
+  it('wrong secrets: 401 up to the limit, then 429 with Retry-After; the right secret and token there still pass', async () => {
     for (let i = 0; i < 5; i++) {
-      const r = await raw(svc.port, { ...attacker, path: `/api/v1/datacenter/queryLastData?uuid=${model}&secrets=guess${i}` });
-      expect(r.status).toBe(401);
-      // a correct client on another address is unaffected all along
-      expect((await good()).status).toBe(404); // authenticated: the model does not exist
+      expect((await secretAt(attacker, `guess${i}`)).status).toBe(401);
+      expect((await secretAt({}, SECRET)).status).toBe(200); // another address is unaffected all along
     }
     const throttled = await raw(svc.port, { ...attacker, path: `/api/v1/datacenter/queryLastData?uuid=${model}&secrets=guess6` });
     expect(throttled.status).toBe(429);
     expect(Number(throttled.headers['retry-after'])).toBeGreaterThanOrEqual(1);
-    expect(throttled.body).toEqual({ code: 429, msg: expect.stringMatching(/too many wrong credentials/), data: null });
-    // The admin token and push tokens share the limit: the address is refused before the check,
-    // even with the right token (the documented trade-off).
-    const adminThere = await raw(svc.port, { ...attacker, path: '/api/v1/schema/list', headers: bearer(ADMIN) });
-    expect(adminThere.status).toBe(429);
-    // Correct clients elsewhere keep getting answers.
-    for (let i = 0; i < 10; i++) expect((await good()).status).toBe(404);
-    expect((await raw(svc.port, { path: '/api/v1/schema/list', headers: bearer(ADMIN) })).status).toBe(200);
+    expect(throttled.body).toEqual({ code: 429, msg: expect.stringMatching(/too many wrong credentials \(data-secret\)/), data: null });
+    // From the throttled address itself, the right secret and the right admin and push tokens pass...
+    expect((await secretAt(attacker, SECRET)).status).toBe(200);
+    expect((await adminAt(attacker, ADMIN)).status).toBe(200);
+    expect((await pushAt(attacker, pushToken)).status).toBe(200);
+    // ...and wrong credentials of another kind are counted apart: 401, not 429.
+    expect((await adminAt(attacker, 'wrong-admin')).status).toBe(401);
+    expect((await pushAt(attacker, 'wrong-push')).status).toBe(401);
     // Paths without credentials are not throttled.
     expect((await raw(svc.port, { ...attacker, path: '/healthz' })).status).toBe(200);
   });
 
-  it('correct credentials are never counted: a busy correct client is not slowed down', async () => {
-    for (let i = 0; i < 50; i++) {
-      expect((await raw(svc.port, { path: '/api/v1/schema/list', headers: bearer(ADMIN) })).status).toBe(200);
+  it('interleaved with ongoing wrong ones, the right secret and admin token from the same address get 200 every time', async () => {
+    const shared = { localAddress: '127.0.0.4' }; // one address for all, as behind a reverse proxy
+    for (let i = 0; i < 10; i++) await secretAt(shared, `flood${i}`);
+    for (let i = 0; i < 10; i++) await adminAt(shared, `flood${i}`);
+    const right: number[] = [];
+    const wrong: number[] = [];
+    for (let i = 0; i < 20; i++) {
+      wrong.push((await secretAt(shared, `again${i}`)).status);
+      right.push((await secretAt(shared, SECRET)).status);
+      wrong.push((await adminAt(shared, `again${i}`)).status);
+      right.push((await adminAt(shared, ADMIN)).status);
     }
-    // missing credentials are not counted either
-    for (let i = 0; i < 10; i++) expect((await raw(svc.port, { path: '/api/v1/schema/list' })).status).toBe(401);
-    expect((await raw(svc.port, { path: '/api/v1/schema/list', headers: bearer(ADMIN) })).status).toBe(200);
+    expect(right).toEqual(new Array(40).fill(200));
+    expect(wrong).toEqual(new Array(40).fill(429));
   });
 
-  it('wrong admin tokens count too, and the limit is visible in /metrics', async () => {
+  it('correct credentials are never counted: a busy correct client is not slowed down', async () => {
+    for (let i = 0; i < 50; i++) expect((await adminAt({}, ADMIN)).status).toBe(200);
+    // missing credentials are not counted either
+    for (let i = 0; i < 10; i++) expect((await raw(svc.port, { path: '/api/v1/schema/list' })).status).toBe(401);
+    expect((await adminAt({}, 'one-typo')).status).toBe(401);
+  });
+
+  it('wrong admin tokens count too, /metrics shares their bucket, and the counters are in /metrics', async () => {
     const other = { localAddress: '127.0.0.3' };
     const statuses: number[] = [];
-    for (let i = 0; i < 7; i++) statuses.push((await raw(svc.port, { ...other, path: '/api/v1/schema/list', headers: bearer(`wrong-${i}`) })).status);
+    for (let i = 0; i < 4; i++) statuses.push((await adminAt(other, `wrong-${i}`)).status);
+    for (let i = 0; i < 3; i++) statuses.push((await raw(svc.port, { ...other, path: '/metrics', headers: bearer(`wrong-m${i}`) })).status);
     expect(statuses).toEqual([401, 401, 401, 401, 401, 429, 429]);
-    const m = await raw(svc.port, { path: '/metrics', headers: bearer(ADMIN) });
-    expect(m.text).toMatch(/^edge_http_auth_failures_total 1[0-9]$/m);
-    expect(m.text).toMatch(/^edge_http_auth_throttled_total [3-9]$/m);
-    expect(m.text).toMatch(/^edge_http_auth_throttle_addresses 2$/m);
+    const m = await raw(svc.port, { ...other, path: '/metrics', headers: bearer(ADMIN) });
+    expect(m.status).toBe(200);
+    // 8 + 60 + 1 + 7 wrong credentials; 1 + (10 + 40) + 2 answered 429
+    expect(m.text).toMatch(/^edge_http_auth_failures_total 76$/m);
+    expect(m.text).toMatch(/^edge_http_auth_throttled_total 53$/m);
+    // (127.0.0.2, 127.0.0.4) x (data secret, admin token), 127.0.0.2 push token, 127.0.0.1 and 127.0.0.3 admin token
+    expect(m.text).toMatch(/^edge_http_auth_throttle_addresses 7$/m);
   });
 });
 

@@ -71,7 +71,7 @@ describe('push enumeration', () => {
       expect(Number(a)).toBeGreaterThanOrEqual(1);
       expect(Number(b)).toBeGreaterThanOrEqual(1);
       expect(unknownHeaders).toEqual(wrongHeaders);
-      expect(noInput[i].body).toEqual({ code: 429, msg: expect.stringMatching(/^too many wrong credentials from this address/), data: null });
+      expect(noInput[i].body).toEqual({ code: 429, msg: expect.stringMatching(/^too many wrong credentials \(push-token\) from this address/), data: null });
       expect(noInput[i].body.code).toBe(wrongToken[i].body.code);
     }
   });
