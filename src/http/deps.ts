@@ -64,7 +64,7 @@ export interface EngineApi {
   deleteInend(uuid: string): Awaitable<unknown>;
   /** Throws AuthError (wrong token) or NotFoundError (no such input); synchronous, so it runs before the body is read. */
   authenticatePush(inendUuid: string, token: string): void;
-  push(inendUuid: string, payloads: string[]): Promise<PushResult>;
+  push(inendUuid: string, payloads: string[], options?: { waitDurable?: boolean }): Promise<PushResult>;
   /** Why rules fail for reasons of ours (worker faults), for /healthz. */
   faults(): string[];
   /** Payloads waiting for the input (metrics); optional. */

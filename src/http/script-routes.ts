@@ -12,6 +12,14 @@ import { jsonBody, utf8Body, type RequestCtx, type Route, type Router } from './
 
 type Guard = (ctx: RequestCtx) => void;
 
+/** `wait=durable` (contract 9): the push answers once its records are on disk. */
+function waitParam(ctx: RequestCtx): boolean {
+  const wait = ctx.query.get('wait')?.[0];
+  if (wait === undefined || wait === '') return false;
+  if (wait === 'durable') return true;
+  throw new InvalidArgumentError(`parameter 'wait' must be durable or absent, got ${JSON.stringify(wait.slice(0, 64))}`);
+}
+
 /** Splits a push body into payloads: NDJSON gives one per non-blank line, anything else one in all. */
 export function pushPayloads(ctx: RequestCtx): string[] {
   const text = utf8Body(ctx, 'push body');
@@ -85,7 +93,7 @@ export function addScriptRoutes(router: Router, engine: EngineApi | undefined, g
       const e = need();
       const uuid = required(ctx.query, 'uuid');
       const payloads = pushPayloads(ctx);
-      const result = await e.push(uuid, payloads);
+      const result = await e.push(uuid, payloads, { waitDurable: waitParam(ctx) });
       if (result.storeReadOnly !== undefined) {
         // 503 so the client backs off; `kept` names the lines stored (written when space returns): resend only the others.
         throw new PushPartlyKeptError(

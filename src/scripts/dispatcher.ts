@@ -51,21 +51,31 @@ export interface DispatcherDeps {
   log?: LogFn;
 }
 
+export interface PushOptions {
+  /** `wait=durable`: answer only once the push's records are on disk (contract 9). */
+  waitDurable?: boolean;
+}
+
 class PushTicket {
   remaining: number;
-  readonly result: PushResult = { accepted: 0, failed: 0, errors: [] };
+  readonly result: PushResult = { accepted: 0, failed: 0, errors: [], durable: true };
   readonly done: Promise<PushResult>;
   private resolve!: (result: PushResult) => void;
 
-  constructor(count: number) {
+  constructor(
+    count: number,
+    readonly waitDurable: boolean,
+  ) {
     this.remaining = count;
     this.done = new Promise((resolve) => (this.resolve = resolve));
   }
 
   private readonly kept: number[] = [];
 
-  settle(index: number, error: string | undefined, storeReadOnly: string | undefined): void {
+  /** `onDisk`: the payload's records (if any) were fdatasync'ed before this answer. */
+  settle(index: number, error: string | undefined, storeReadOnly: string | undefined, onDisk: boolean): void {
     if (storeReadOnly !== undefined) this.result.storeReadOnly ??= storeReadOnly;
+    if (!onDisk) this.result.durable = false;
     if (error === undefined) {
       this.result.accepted++;
       this.kept.push(index + 1);
@@ -123,9 +133,9 @@ export class InputDispatcher {
   }
 
   /** Accepts all payloads or none; resolves once every one is stored (durably when the store syncs every write). */
-  push(payloads: string[]): Promise<PushResult> {
+  push(payloads: string[], options: PushOptions = {}): Promise<PushResult> {
     const { queueMax, inendUuid } = this.deps;
-    if (payloads.length === 0) return Promise.resolve({ accepted: 0, failed: 0, errors: [] });
+    if (payloads.length === 0) return Promise.resolve({ accepted: 0, failed: 0, errors: [], durable: true });
     this.refuseWhileReadOnly();
     if (payloads.length > queueMax) {
       throw new InvalidArgumentError(`payloads: at most ${queueMax} per push for input ${inendUuid}, got ${payloads.length}`);
@@ -133,7 +143,7 @@ export class InputDispatcher {
     if (this.queue.length + payloads.length > queueMax) {
       throw new UnavailableError(`input ${inendUuid} queue is full (${this.queue.length} of ${queueMax} payloads waiting), retry later`, 1);
     }
-    const ticket = new PushTicket(payloads.length);
+    const ticket = new PushTicket(payloads.length, options.waitDurable === true);
     payloads.forEach((payload, index) => this.queue.push({ payload, ticket, index }));
     this.schedulePump();
     return ticket.done;
@@ -318,14 +328,32 @@ export class InputDispatcher {
     return { failures, readOnly, touched };
   }
 
+  /**
+   * Contract 9: a push is answered once its records are stored and visible. It waits for their fdatasync
+   * only under `sync = always`, or when it asked for `wait=durable`; the others are answered at once.
+   */
   private async settle(batch: Batch, applied: Applied): Promise<void> {
     const { failures, readOnly, touched } = applied;
+    const waits = (p: number): boolean => batch.entries[p].ticket?.waitDurable === true;
+    const targetsOf = new Map<number, RecordLog[]>();
+    for (const [target, { payloads }] of touched) for (const p of payloads) targetsOf.set(p, [...(targetsOf.get(p) ?? []), target]);
+    const mustSync = (p: number): boolean => waits(p) || (targetsOf.get(p) ?? []).some((t) => t.durability === 'always');
+    const settleEntry = (p: number, onDisk: boolean): void => {
+      const entry = batch.entries[p];
+      entry.ticket?.settle(entry.index, failures.get(p), readOnly.get(p), onDisk);
+    };
+    batch.entries.forEach((_, p) => {
+      if (!mustSync(p)) settleEntry(p, !targetsOf.has(p));
+    });
+    const synced = new Set<RecordLog>();
     await Promise.all(
       [...touched].map(async ([target, { lastId, payloads }]) => {
+        if (![...payloads].some(mustSync)) return;
         try {
           // A push is answered now: a store that turns read-only (disk full) fails it with a 503 rather
           // than holding the client until space returns. The records stay accepted and are written then.
           await target.durable(lastId, { rejectWhenReadOnly: true });
+          if (target.durability !== 'none') synced.add(target);
         } catch (err) {
           const message = (err as Error).message;
           for (const p of payloads) {
@@ -338,7 +366,9 @@ export class InputDispatcher {
         }
       }),
     );
-    batch.entries.forEach((entry, p) => entry.ticket?.settle(entry.index, failures.get(p), readOnly.get(p)));
+    batch.entries.forEach((_, p) => {
+      if (mustSync(p)) settleEntry(p, (targetsOf.get(p) ?? []).every((t) => synced.has(t)));
+    });
   }
 
   private notifyIdle(): void {

@@ -4,7 +4,7 @@
  */
 import type { Config } from '../config/types.js';
 import { InvalidArgumentError, NotFoundError, StateError, UnavailableError } from '../errors.js';
-import { InputDispatcher, type TaskContext } from './dispatcher.js';
+import { InputDispatcher, type PushOptions, type TaskContext } from './dispatcher.js';
 import { InendBook, parseSimulatorConfig } from './inends.js';
 import { ScriptPool } from './pool.js';
 import { parseRuleFields, RuleBook, type RuleFields } from './rules.js';
@@ -135,14 +135,14 @@ export class ScriptEngine {
    * Queues the payloads (all or none: a full queue throws UnavailableError) and resolves once each
    * has run through every rule reading the input and its records are stored.
    */
-  push(inendUuid: string, payloads: string[]): Promise<PushResult> {
+  push(inendUuid: string, payloads: string[], options: PushOptions = {}): Promise<PushResult> {
     if (this.closed) throw new UnavailableError('the service is shutting down: push again once it is back', 5);
     const dispatcher = this.dispatchers.get(inendUuid);
     if (!dispatcher) throw new NotFoundError(`input ${inendUuid} not found`);
     if (!Array.isArray(payloads) || payloads.some((p) => typeof p !== 'string')) {
       throw new InvalidArgumentError('payloads must be an array of strings');
     }
-    return dispatcher.push(payloads);
+    return dispatcher.push(payloads, options);
   }
 
   /** Why rules fail for reasons of ours, not of the scripts (worker faults in the last minute). */

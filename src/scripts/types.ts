@@ -56,6 +56,11 @@ export interface PushResult {
   /** The first few failures, in payload order. */
   errors: PushError[];
   /**
+   * Every accepted record is on disk (fdatasync'ed) when the answer is sent: always with `sync = always`,
+   * and with `wait=durable` under `interval`. False when the push did not wait for a sync (contract 9).
+   */
+  durable: boolean;
+  /**
    * Set when payloads failed because a model's store turned read-only (disk full) during the push: the
    * store's message. Records of the push that were accepted stay in memory and are written when space
    * returns.
@@ -107,6 +112,7 @@ export interface RecordLog {
   save(record: Record<string, unknown>): number;
   updateLast(fields: Record<string, unknown>): number;
   durable(id?: number, options?: { rejectWhenReadOnly?: boolean }): Promise<void>;
+  readonly durability: 'none' | 'interval' | 'always';
   readonly state: 'ok' | 'read-only';
   stats(): { lastError?: string };
 }

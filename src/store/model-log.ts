@@ -33,6 +33,7 @@ import {
 } from './constants.js';
 import type {
   ExportRange,
+  Durability,
   ModelLogState,
   ModelLogStats,
   PageQuery,
@@ -118,6 +119,11 @@ export class ModelLog {
 
   static open(c: ModelLogConfig): ModelLog {
     return new ModelLog(c);
+  }
+
+  /** When durable() resolves: after the write (none), the next interval sync (interval) or the sync of the write (always). */
+  get durability(): Durability {
+    return this.c.options.durability;
   }
 
   get state(): ModelLogState {

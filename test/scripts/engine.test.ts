@@ -21,7 +21,7 @@ describe('RHILEX sample script', () => {
     const payloads = Array.from({ length: 300 }, (_, i) =>
       modbusPayload({ t1: 20 + i, t2: 21 + i, t3: 22 + i, resistivity: 1.5, conductivity: 2.5, dissolved_oxygen: 7.25, ph_value: 7 }),
     );
-    expect(await h.engine.push(inend, payloads)).toEqual({ accepted: 300, failed: 0, errors: [] });
+    expect(await h.engine.push(inend, payloads)).toEqual({ accepted: 300, failed: 0, errors: [], durable: expect.any(Boolean) });
     const records = await h.records(model);
     expect(records).toHaveLength(300);
     expect(records[0]).toMatchObject({ id: 1, temp: 21, resistivity: 1.5, conductivity: 2.5, dissolved_oxygen: 7.25, ph_value: 7 });
@@ -111,7 +111,7 @@ describe('rds', () => {
         return true, args
       end }`,
     );
-    expect(await h.engine.push(inend, [JSON.stringify({ fields: { a: 1 } })])).toEqual({ accepted: 1, failed: 0, errors: [] });
+    expect(await h.engine.push(inend, [JSON.stringify({ fields: { a: 1 } })])).toEqual({ accepted: 1, failed: 0, errors: [], durable: expect.any(Boolean) });
     expect(await h.records(model)).toMatchObject([{ id: 1, a: 1 }]);
     await h.engine.push(inend, [JSON.stringify({ save: true, fields: { a: 2, b: 'x' } }), JSON.stringify({ fields: { b: 'y' } })]);
     expect(await h.records(model)).toMatchObject([
@@ -143,7 +143,7 @@ Actions = {
       },
     );
     const result = await h.engine.push(inend, ['go', 'stop', 'throw']);
-    expect(result).toEqual({ accepted: 2, failed: 1, errors: [{ index: 2, message: `rule ${rule}: line 6: bad throw+1` }] });
+    expect(result).toEqual({ accepted: 2, failed: 1, errors: [{ index: 2, message: `rule ${rule}: line 6: bad throw+1` }], durable: expect.any(Boolean) });
     const stored = (await h.records(events)).map((r) => r.event);
     expect(stored).toEqual(['a1:go', 'a2:go+1', 'a3:go+1', 'success', 'a1:stop', 'success', 'a1:throw', 'failed:actions:6: bad throw+1']);
   });
