@@ -14,6 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { READ_ONLY_RETRY_MS_DEFAULT } from '../../src/store/constants.js';
+import { SEGMENT_HEADER_BYTES } from '../../src/store/segment.js';
 import type { Durability } from '../../src/store/types.js';
 import type { ModelLog } from '../../src/store/model-log.js';
 import type { Fault } from './support/fault-io.js';
@@ -25,11 +26,14 @@ afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
 
 const SMALL_SEGMENT = 4096;
 
-/** A seal is under way: the log has a segment whose file does not exist yet. */
+/**
+ * The fdatasync of a segment being sealed: the log has rolled (a segment whose file does not exist yet)
+ * and the file holds records (a new segment file, synced by its creation, holds only its header).
+ */
 const sealing =
   (log: () => ModelLog, dir: string) =>
-  (): boolean =>
-    log().stats().segments > fs.readdirSync(dir).filter((n) => n.endsWith('.log')).length;
+  (file: string): boolean =>
+    fs.statSync(file).size > SEGMENT_HEADER_BYTES && log().stats().segments > fs.readdirSync(dir).filter((n) => n.endsWith('.log')).length;
 
 type Scenario = Omit<ScenarioSpec, 'durability' | 'readOnlyRetryMs'>;
 

@@ -28,8 +28,8 @@ export interface Fault {
   times?: number;
   /** Only calls on files whose name matches (e.g. /\.log$/ for segment data). */
   file?: RegExp;
-  /** Only calls made while this holds (e.g. while a seal is under way). */
-  when?: () => boolean;
+  /** Only calls for which this holds (e.g. while a seal is under way), given the file's path. */
+  when?: (file: string) => boolean;
   /** fsyncgate: a failed fdatasync drops the bytes written since the last good one. */
   dropPages?: boolean;
 }
@@ -71,7 +71,7 @@ export class FaultIo extends NodeFileIo {
   /** The fault that hits this call, if any (counting the call when it matches). */
   private hit(op: FaultOp, file: string): Fault | undefined {
     const f = this.fault;
-    if (f === undefined || f.op !== op || (f.file !== undefined && !f.file.test(file)) || f.when?.() === false) return undefined;
+    if (f === undefined || f.op !== op || (f.file !== undefined && !f.file.test(file)) || f.when?.(file) === false) return undefined;
     this.seen++;
     if (this.seen <= (f.after ?? 0)) return undefined;
     if (f.times !== undefined && this.fired >= f.times) return undefined;
