@@ -208,6 +208,7 @@ describe.skipIf(skipReason !== undefined)('libfiu I/O faults in a running servic
     clients.saw503 = false;
     clients.faultEndedAt = undefined;
     clients.writableAt = undefined;
+    const ackedBefore = clients.count('acked');
     await fiu(...on);
     const started = Date.now();
     let degraded = false;
@@ -221,7 +222,10 @@ describe.skipIf(skipReason !== undefined)('libfiu I/O faults in a running servic
     const deadline = Date.now() + 10_000;
     while (clients.writableAt === undefined && Date.now() < deadline) await sleep(20);
     const writableMs = clients.writableAt === undefined ? undefined : Math.round(clients.writableAt - clients.faultEndedAt);
-    summary.push(`libfiu ${name}: 503 answers ${clients.saw503 ? 'yes' : 'no'}, /healthz degraded ${degraded ? 'yes' : 'no'}, writable again after ${writableMs ?? '-'} ms`);
+    summary.push(
+      `libfiu ${name}: records acknowledged ${clients.count('acked') - ackedBefore}, 503 answers ${clients.saw503 ? 'yes' : 'no'}, ` +
+        `/healthz degraded ${degraded ? 'yes' : 'no'}, writable again after ${writableMs ?? '-'} ms`,
+    );
     await sleep(300);
     return { writableMs, degraded };
   }
