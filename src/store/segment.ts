@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import { crc32c } from './crc32c.js';
 import { u32, f64 } from './frame.js';
-import { type FileIo, SegmentFile, readFully } from './file-io.js';
+import { type FileIo, SegmentFile, readFully, writeFully } from './file-io.js';
 import { assert, SPARSE_STRIDE } from './constants.js';
 
 export const SEGMENT_HEADER_BYTES = 32;
@@ -87,6 +87,15 @@ export class Segment {
   /** Sealed segment: offset of a frame of id firstId+64k at or before all its later versions. */
   sparse: Uint32Array | undefined;
   readonly mem: MemChunk[] = [];
+  /**
+   * Bytes handed to the kernel since the last good fdatasync, kept until one covers them. After a failed
+   * fdatasync the kernel may have marked their pages clean without writing them (fsyncgate): the file no
+   * longer holds them, so they are rewritten from here, and reads take them from here meanwhile.
+   */
+  private readonly unsynced: Array<{ base: number; buf: Buffer }> = [];
+  unsyncedBytes = 0;
+  /** An fdatasync of this file failed: `rewriteUnsynced` must run before the next one counts. */
+  rewriteNeeded = false;
 
   constructor(
     readonly segNo: number,
@@ -144,8 +153,46 @@ export class Segment {
       const to = Math.min(end, c.base + c.len);
       if (from < to) c.buf.copy(out, from - start, from - c.base, to - c.base);
     }
-    if (fileEnd > start) await readFully(io, this.file.fd, out, 0, fileEnd - start, start);
+    if (fileEnd > start) {
+      await readFully(io, this.file.fd, out, 0, fileEnd - start, start);
+      for (const u of this.unsynced) {
+        const from = Math.max(start, u.base);
+        const to = Math.min(fileEnd, u.base + u.buf.length);
+        if (from < to) u.buf.copy(out, from - start, from - u.base, to - u.base);
+      }
+    }
     return out;
+  }
+
+  /** A written chunk: kept until an fdatasync covers it (a mostly empty chunk buffer is copied, not held). */
+  keepUnsynced(c: MemChunk): void {
+    const used = c.buf.subarray(0, c.len);
+    this.unsynced.push({ base: c.base, buf: c.len * 2 >= c.buf.length ? used : Buffer.from(used) });
+    this.unsyncedBytes += c.len;
+  }
+
+  /** An fdatasync that started when the file held `bytes` bytes succeeded. */
+  markSynced(bytes: number): void {
+    this.syncedBytes = bytes;
+    this.rewriteNeeded = false;
+    let n = 0;
+    while (n < this.unsynced.length && this.unsynced[n].base + this.unsynced[n].buf.length <= bytes) {
+      this.unsyncedBytes -= this.unsynced[n].buf.length;
+      n++;
+    }
+    this.unsynced.splice(0, n);
+  }
+
+  /** Writes the kept bytes again, so the next fdatasync makes them durable whatever the failed one dropped. */
+  async rewriteUnsynced(io: FileIo, fd: number): Promise<void> {
+    if (this.unsynced.length === 0) return;
+    assert(this.unsynced[0].base === this.syncedBytes, 'unsynced bytes start where the last fdatasync ended');
+    await writeFully(
+      io,
+      fd,
+      this.unsynced.map((u) => u.buf),
+      this.syncedBytes,
+    );
   }
 
   /** Fills dense entries for ids lost to corruption with the next frame's offset. */

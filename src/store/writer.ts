@@ -5,10 +5,10 @@
  * Progress is counted in log sequence numbers (lsn: bytes appended since the generation started), which is
  * what durable() waits on.
  */
-import { type FileIo, describeIoError, readFully, writeFully } from './file-io.js';
+import { type FileIo, describeIoError, writeFully } from './file-io.js';
 import { type MemChunk, type Segment, encodeSegmentHeader, segmentName } from './segment.js';
 import { writeIndex } from './index-file.js';
-import { FLUSH_DELAY_MS, WRITE_CHUNK_BYTES, assert } from './constants.js';
+import { FLUSH_DELAY_MS, UNSYNCED_BYTES_MAX, WRITE_CHUNK_BYTES, assert } from './constants.js';
 import type { Durability, ModelLogState } from './types.js';
 import { StoreReadOnlyError } from '../errors.js';
 import type { LatencyHistogram } from './latency.js';
@@ -96,8 +96,6 @@ export class Writer {
   private closed = false;
   private forceSync = false;
   private syncRequested = false;
-  /** fdatasync failed: the kernel may have dropped the dirty pages, so rewrite them before syncing. */
-  private rewriteNeeded = false;
   private flushScheduled = false;
   /** A flush came while a write was in flight: the write lane cuts `cur` when it frees up. */
   private flushWanted = false;
@@ -322,7 +320,7 @@ export class Writer {
   }
 
   private syncDue(): boolean {
-    if (this.writtenLsn === this.syncedLsn && !this.rewriteNeeded) return false;
+    if (this.writtenLsn === this.syncedLsn && !this.fileSeg.rewriteNeeded) return false;
     return this.forceSync || this.syncRequested || this.o.durability === 'always';
   }
 
@@ -385,6 +383,9 @@ export class Writer {
     const last = chunks[chunks.length - 1];
     seg.writtenBytes = last.base + last.len;
     seg.mem.splice(0, chunks.length);
+    for (const c of chunks) seg.keepUnsynced(c);
+    // The kept bytes are bounded: beyond the cap an fdatasync is due whatever the mode.
+    if (seg.unsyncedBytes > UNSYNCED_BYTES_MAX) this.syncRequested = true;
     this.writtenLsn = last.endLsn;
     if (this.o.durability === 'none') this.advanceDurable(this.writtenLsn);
     if (this.o.durability === 'interval' && !this.syncTimer) this.armSyncTimer();
@@ -401,29 +402,31 @@ export class Writer {
   /** Returns how many waiters it resolved. */
   private async sync(): Promise<number> {
     const seg = this.fileSeg;
-    if (this.rewriteNeeded) await seg.file.use((fd) => this.rewriteUnsynced(seg, fd));
     // Only bytes whose write completed before the fdatasync starts count as covered by it.
     const lsn = this.writtenLsn;
     const bytes = seg.writtenBytes;
-    await seg.file.use((fd) => this.fdatasync(fd));
-    this.rewriteNeeded = false;
-    seg.syncedBytes = bytes;
+    await this.syncSegment(seg);
+    seg.markSynced(bytes);
     this.syncedLsn = lsn;
     return this.advanceDurable(lsn);
+  }
+
+  /** fdatasync of a segment file; after a failed one, the bytes it may have dropped are written again first. */
+  private syncSegment(seg: Segment): Promise<void> {
+    return seg.file.use(async (fd) => {
+      if (seg.rewriteNeeded) await seg.rewriteUnsynced(this.o.io, fd);
+      try {
+        await this.fdatasync(fd);
+      } catch (e) {
+        seg.rewriteNeeded = true;
+        throw e;
+      }
+    });
   }
 
   private fdatasync(fd: number): Promise<void> {
     const latency = this.o.fsyncLatency;
     return latency === undefined ? this.o.io.fdatasync(fd) : latency.time(() => this.o.io.fdatasync(fd));
-  }
-
-  /** After a failed fdatasync, dirty pages may be marked clean yet never persisted: dirty them again. */
-  private async rewriteUnsynced(seg: Segment, fd: number): Promise<void> {
-    const len = seg.writtenBytes - seg.syncedBytes;
-    if (len <= 0) return;
-    const buf = Buffer.allocUnsafe(len);
-    await readFully(this.o.io, fd, buf, 0, len, seg.syncedBytes);
-    await writeFully(this.o.io, fd, [buf], seg.syncedBytes);
   }
 
   private startSeal(job: Job & { kind: 'seal' }): void {
@@ -444,8 +447,8 @@ export class Writer {
 
   /** Seal: the old segment is synced and indexed before the new one exists; then the manifest moves on. */
   private async seal(seg: Segment, next: Segment): Promise<void> {
-    await seg.file.use((fd) => this.fdatasync(fd));
-    seg.syncedBytes = seg.writtenBytes;
+    await this.syncSegment(seg);
+    seg.markSynced(seg.writtenBytes);
     this.syncedLsn = this.writtenLsn;
     this.advanceDurable(this.syncedLsn);
     if (this.closed) return;
@@ -501,7 +504,6 @@ export class Writer {
     this.lastError = this.reason;
     this.stalled = true;
     this.rejectReadOnlyWaiters();
-    if (op === 'fdatasync') this.rewriteNeeded = true;
     if (job?.kind === 'write') this.failedWrite = { seg: job.seg };
     this.failurePending = true;
     this.settle();

@@ -28,7 +28,10 @@ export interface ServiceChild {
   exited: Promise<Exit>;
   kill(signal?: NodeJS.Signals): Promise<Exit>;
 }
-export declare function startService(configFile: string, opts?: { env?: Record<string, string>; startTimeoutMs?: number }): Promise<ServiceChild>;
+export declare function startService(
+  configFile: string,
+  opts?: { env?: Record<string, string>; startTimeoutMs?: number; wrap?: string[] },
+): Promise<ServiceChild>;
 
 export interface Answer {
   status: number;

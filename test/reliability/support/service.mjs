@@ -50,12 +50,14 @@ export function configIn(parent, name, opts = {}) {
 }
 
 /**
- * Starts `node dist/cli.js serve --config FILE` and resolves once it printed its address.
+ * Starts `node dist/cli.js serve --config FILE` (under `opts.wrap` when given) and resolves once it printed its address.
  * `log` keeps the child's last output lines (stdout pino JSON and stderr) for failure messages.
  */
 export function startService(configFile, opts = {}) {
   if (!fs.existsSync(cliPath)) throw new Error(`${cliPath} missing: run \`npx tsc -p tsconfig.json\` (npm test does)`);
-  const child = spawn(process.execPath, [cliPath, 'serve', '--config', configFile], {
+  // `wrap`: a command the service runs under (e.g. fiu-run -x ...), which must exec it in place.
+  const argv = [...(opts.wrap ?? []), process.execPath, cliPath, 'serve', '--config', configFile];
+  const child = spawn(argv[0], argv.slice(1), {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...(opts.env ?? {}) },
   });
