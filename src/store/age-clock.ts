@@ -1,5 +1,6 @@
 /**
- * Whether the wall clock may drive age retention now (contract 14). Edge gateways often boot with a wrong
+ * How far the wall clock is trusted: for record timestamps, and whether it may drive age retention now
+ * (contract 14). Edge gateways often boot with a wrong
  * RTC and correct it later from NTP or GPS; a reading that is behind the newest stored record, or that
  * moved by more than `jumpMaxMs` beside the monotonic clock since the previous check, would delete fresh
  * history for good. Such a check is skipped (the other limits still apply) and noted once per episode;
@@ -8,11 +9,35 @@
 export class AgeClock {
   private last: { wallMs: number; monoMs: number } | undefined;
   private distrusted = false;
+  /** The newest record is ahead of the clock by more than `jumpMaxMs`; noted once per episode. */
+  private behind = false;
 
   constructor(
     private readonly jumpMaxMs: number,
     private readonly warn: (message: string) => void,
   ) {}
+
+  /**
+   * `create_at` of a record written now. Timestamps never decrease with id across a small backward step
+   * (NTP slewing, a few seconds): the newest one is kept. A step back of more than `jumpMaxMs` means the
+   * newest record was stamped by a clock that was wrong (an RTC a year ahead, corrected later): keeping
+   * it would freeze every later timestamp there, so the clock's time is taken and the step is logged.
+   */
+  recordTs(nowMs: number, newestTs: number): number {
+    if (nowMs >= newestTs) {
+      this.behind = false;
+      return nowMs;
+    }
+    if (newestTs - nowMs <= this.jumpMaxMs) return newestTs;
+    if (!this.behind) {
+      this.warn(
+        `the clock (${iso(nowMs)}) is ${Math.round((newestTs - nowMs) / 1000)} s behind the newest record (${iso(newestTs)}): ` +
+          'new records take the clock\'s time, so create_at steps back once instead of staying in the future',
+      );
+    }
+    this.behind = true;
+    return nowMs;
+  }
 
   trusted(nowMs: number, newestTs: number): boolean {
     const monoMs = performance.now();

@@ -135,8 +135,7 @@ export class ModelLog {
     const n = this.fields.length;
     const values = new Array<unknown>(n);
     for (let i = 0; i < n; i++) values[i] = record[this.fields[i]] ?? null;
-    const now = Date.now();
-    return this.append(g, FRAME_SAVE, g.nextId, now > g.lastTs ? now : g.lastTs, values);
+    return this.append(g, FRAME_SAVE, g.nextId, this.ageClock.recordTs(Date.now(), g.lastTs), values);
   }
 
   updateLast(fields: Record<string, unknown>): number {
@@ -149,7 +148,7 @@ export class ModelLog {
       if (fields[k] !== undefined) values[i] = fields[k];
     }
     // The newest id handed out lost its record (recovery): the update becomes a new record.
-    if (g.lastId !== g.nextId - 1) return this.append(g, FRAME_SAVE, g.nextId, Math.max(Date.now(), g.lastTs), values);
+    if (g.lastId !== g.nextId - 1) return this.append(g, FRAME_SAVE, g.nextId, this.ageClock.recordTs(Date.now(), g.lastTs), values);
     return this.append(g, FRAME_SUPERSEDE, g.lastId, g.lastTs, values);
   }
 
