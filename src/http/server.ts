@@ -180,7 +180,10 @@ function health(registry: RegistryApi, engine: EngineApi | undefined): { status:
     if (!model.published) continue;
     try {
       const stats = registry.log(model.uuid).stats();
-      if (stats.state === 'read-only') reasons.push(`model ${model.name} (${model.uuid}) is read-only: ${stats.lastError ?? 'I/O error'}`);
+      if (stats.state === 'read-only') {
+        const since = stats.readOnlySinceMs === undefined ? '' : ` since ${new Date(stats.readOnlySinceMs).toISOString()}`;
+        reasons.push(`model ${model.name} (${model.uuid}) is read-only${since}: ${stats.lastError ?? 'I/O error'}`);
+      }
     } catch (err) {
       reasons.push((err as Error).message);
     }

@@ -280,6 +280,7 @@ export class ModelLog {
       recoveryLostIds: this.findingsBook.get()?.lostIds ?? 0,
       fsync: this.fsyncLatency.snapshot(),
       ...(w.lastError !== undefined ? { lastError: w.lastError } : {}),
+      ...(w.readOnlySinceMs !== undefined ? { readOnlySinceMs: w.readOnlySinceMs } : {}),
     };
   }
 

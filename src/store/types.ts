@@ -112,6 +112,8 @@ export interface ModelLogStats {
   recoveryTruncatedBytes: number;
   recoveryLostIds: number;
   lastError?: string;
+  /** While read-only: since when (ms since the epoch). */
+  readOnlySinceMs?: number;
   /** Durations of the fdatasyncs of segment files since the model was opened (see latency.ts). */
   fsync?: LatencySnapshot;
 }

@@ -65,6 +65,8 @@ export class Writer {
   syncedLsn = 0;
   durableLsn = 0;
   state: ModelLogState = 'ok';
+  /** When the model last turned read-only (wall clock, ms); undefined while writable. */
+  readOnlySinceMs: number | undefined;
   reason: string | undefined;
   lastError: string | undefined;
   private readonly jobs: Job[] = [];
@@ -483,6 +485,7 @@ export class Writer {
   private recovered(): void {
     if (this.state === 'ok') return;
     this.state = 'ok';
+    this.readOnlySinceMs = undefined;
     this.reason = undefined;
     clearTimeout(this.retryTimer);
   }
@@ -499,6 +502,7 @@ export class Writer {
 
   /** A step failed: read-only at once; the cut-back and the retry timer follow once nothing is in flight. */
   private onFail(err: unknown, op: 'write' | 'segment seal' | 'fdatasync', job: Job | undefined): void {
+    this.readOnlySinceMs ??= Date.now();
     this.state = 'read-only';
     this.reason = describeIoError(err, op);
     this.lastError = this.reason;

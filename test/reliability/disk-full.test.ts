@@ -136,6 +136,14 @@ describe.skipIf(skipReason !== undefined)('disk full (tmpfs 8 MiB)', () => {
     expect(page.body.data.total).toBeGreaterThanOrEqual(acked);
   });
 
+  it('/healthz is degraded, naming the model and since when it is read-only', async () => {
+    const health = await call(svc.base, '/healthz', { token: null });
+    expect(health.body.data.status).toBe('degraded');
+    expect(health.body.data.reasons).toEqual([
+      expect.stringMatching(new RegExp(`^model water \\(${pipeline.model}\\) is read-only since \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z: .*ENOSPC`)),
+    ]);
+  });
+
   it('writes resume once space returns, and every push answered 200 is stored', async () => {
     fs.rmSync(filler);
     let resumed: Answer | undefined;

@@ -5,6 +5,7 @@ import { notify } from './ui.js';
 import { state, loadModels, onModelsChanged } from './state.js';
 import { renderModelsHome, renderNewModel, renderModel } from './models.js';
 import { renderRulesPage, renderRuleEditor } from './rules.js';
+import { stopHealth, watchHealth } from './health.js';
 
 const app = document.getElementById('app');
 const nav = document.getElementById('nav');
@@ -37,6 +38,7 @@ signoutBtn.addEventListener('click', () => {
 
 function showSignIn(message) {
   if (viewCleanup) { viewCleanup(); viewCleanup = null; }
+  stopHealth();
   shell = null;
   nav.hidden = true;
   signoutBtn.hidden = true;
@@ -181,6 +183,7 @@ async function route() {
 async function start() {
   nav.hidden = false;
   signoutBtn.hidden = false;
+  watchHealth();
   state.loaded = false;
   shell = null;
   buildShell();
