@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * edge-datacenter [serve] [--config FILE]
- * edge-datacenter export --model UUID [--format csv|jsonl] [--formulas escape|raw] [--out FILE] [--from ID] [--to ID] [--config FILE]
+ * edge-datacenter export --model UUID [--format csv|jsonl|xlsx] [--formulas escape|raw] [--out FILE] [--from ID] [--to ID] [--config FILE]
  * edge-datacenter config --print-defaults
  */
 import { createWriteStream, type WriteStream } from 'node:fs';
@@ -19,7 +19,7 @@ const USAGE = `Usage:
   edge-datacenter [serve] [--config FILE]
       Run the service (the default command). Without --config the built-in defaults apply and
       ./data is used; the first start generates the query secret and admin token there.
-  edge-datacenter export --model UUID [--format csv|jsonl] [--formulas escape|raw] [--out FILE] [--from ID] [--to ID] [--config FILE]
+  edge-datacenter export --model UUID [--format csv|jsonl|xlsx] [--formulas escape|raw] [--out FILE] [--from ID] [--to ID] [--config FILE]
       Write a model's records in id order to FILE (default: standard output), reading the store
       directly. Stop the service first, or use GET /api/v1/datacenter/exportData while it runs.
       CSV prefixes ' to STRING values a spreadsheet would run as formulas; --formulas raw keeps them.
@@ -116,7 +116,7 @@ async function serve(parsed: Parsed): Promise<void> {
   if (stopRequested !== undefined) shutdown(stopRequested);
 }
 
-async function writeChunk(out: WriteStream | NodeJS.WriteStream, chunk: string): Promise<void> {
+async function writeChunk(out: WriteStream | NodeJS.WriteStream, chunk: string | Buffer): Promise<void> {
   if (!out.write(chunk)) await once(out, 'drain');
 }
 

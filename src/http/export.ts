@@ -1,5 +1,5 @@
 /**
- * CSV and JSONL writers for a model's records, shared by `GET /api/v1/datacenter/exportData` and the
+ * CSV and JSONL writers (XLSX in xlsx-export.ts) for a model's records, shared by `GET /api/v1/datacenter/exportData` and the
  * `export` CLI command. Records come from `log.iterate()` in id order and leave as ~64 KiB text chunks,
  * so a model is never held in memory whole; the consumer applies backpressure between chunks.
  */
@@ -8,8 +8,9 @@ import type { DataModel } from '../models/types.js';
 import type { ExportRange, RecordView } from '../store/types.js';
 import { compactStamp, isoSeconds } from './format.js';
 import { quote } from './params.js';
+import { xlsxChunks } from './xlsx-export.js';
 
-export const EXPORT_FORMATS = ['csv', 'jsonl'] as const;
+export const EXPORT_FORMATS = ['csv', 'jsonl', 'xlsx'] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
 
 /** `escape` neutralises formula-looking STRING cells in CSV (the default); `raw` writes them as stored. */
@@ -22,8 +23,8 @@ export function exportFormat(raw: string | undefined): ExportFormat {
   const value = (raw ?? 'csv').trim().toLowerCase();
   if (value === '' || value === 'csv') return 'csv';
   if (value === 'jsonl' || value === 'ndjson') return 'jsonl';
-  if (value === 'xlsx') throw new InvalidArgumentError("format 'xlsx' is not supported: use csv (opens in Excel) or jsonl");
-  throw new InvalidArgumentError(`parameter 'format' must be csv or jsonl, got ${quote(raw ?? '')}`);
+  if (value === 'xlsx') return 'xlsx';
+  throw new InvalidArgumentError(`parameter 'format' must be csv, jsonl or xlsx, got ${quote(raw ?? '')}`);
 }
 
 export function formulaMode(raw: string | undefined): FormulaMode {
@@ -33,8 +34,14 @@ export function formulaMode(raw: string | undefined): FormulaMode {
   throw new InvalidArgumentError(`parameter 'formulas' must be escape (the default) or raw, got ${quote(raw ?? '')}`);
 }
 
+const CONTENT_TYPES: Record<ExportFormat, string> = {
+  csv: 'text/csv; charset=utf-8',
+  jsonl: 'application/x-ndjson; charset=utf-8',
+  xlsx: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
+};
+
 export function exportContentType(format: ExportFormat): string {
-  return format === 'csv' ? 'text/csv; charset=utf-8' : 'application/x-ndjson; charset=utf-8';
+  return CONTENT_TYPES[format];
 }
 
 /** `<name>-<YYYYMMDD-HHMMSS>.<ext>`: the name cut to safe ASCII, else the uuid. */
@@ -99,12 +106,17 @@ export interface ExportSource {
 }
 
 /**
- * The export as text chunks.
+ * The export as chunks: text for CSV and JSONL, binary for XLSX (see xlsx-export.ts).
  * CSV: UTF-8 BOM, header `id,create_at,<attributes>`, CRLF line ends, formula-looking STRING cells
  * neutralised unless `formulas` is `raw`. JSONL: one JSON object per line, values exact.
  * `create_at` is `YYYY-MM-DDTHH:MM:SSZ` (UTC) in both.
  */
-export async function* exportChunks(source: ExportSource, options: ExportOptions): AsyncGenerator<string, void, undefined> {
+export async function* exportChunks(source: ExportSource, options: ExportOptions): AsyncGenerator<string | Buffer, void, undefined> {
+  if (options.format === 'xlsx') return yield* xlsxChunks(source, options);
+  yield* textChunks(source, options);
+}
+
+async function* textChunks(source: ExportSource, options: ExportOptions): AsyncGenerator<string, void, undefined> {
   const { format, onRecords } = options;
   const fields = ['id', 'create_at', ...source.model.attributes.map((a) => a.name)];
   // Only STRING attributes can hold free text; GEO is validated to two numbers on write.
@@ -150,8 +162,8 @@ export async function* exportChunks(source: ExportSource, options: ExportOptions
 
 /** Writes chunks to a uWS stream sink, waiting for drain whenever the socket is full. */
 export async function pumpToSink(
-  chunks: AsyncGenerator<string, void, undefined>,
-  sink: { write(chunk: string): boolean; drain(): Promise<void>; readonly aborted: boolean },
+  chunks: AsyncGenerator<string | Buffer, void, undefined>,
+  sink: { write(chunk: string | Uint8Array): boolean; drain(): Promise<void>; readonly aborted: boolean },
 ): Promise<void> {
   try {
     for await (const chunk of chunks) {

@@ -103,7 +103,7 @@ export class RawReply {
 /** What a streaming producer writes to. */
 export interface StreamSink {
   /** false: the chunk is buffered but the client is slow; `await drain()` before writing more. */
-  write(chunk: string): boolean;
+  write(chunk: string | Uint8Array): boolean;
   /** Resolves when the socket can take more, or at once when the client has gone. */
   drain(): Promise<void>;
   readonly aborted: boolean;
@@ -479,7 +479,7 @@ export class Router {
       get aborted() {
         return !ex.open;
       },
-      write(chunk: string): boolean {
+      write(chunk: string | Uint8Array): boolean {
         if (!ex.open) return false;
         let ok = true;
         res.cork(() => {

@@ -3,6 +3,7 @@
  * and `serve` starting on a temp config, answering /healthz and exiting 0 on SIGTERM.
  */
 import { spawn, spawnSync } from 'node:child_process';
+import ExcelJS from 'exceljs';
 import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
@@ -81,7 +82,7 @@ describe('cli', () => {
     }
   });
 
-  it('export writes the store read path to a file (CSV and JSONL) and exits 0', async () => {
+  it('export writes the store read path to a file (CSV, JSONL and XLSX) and exits 0', async () => {
     const { dir, file } = await testConfig();
     try {
       const { config } = await loadConfig({ file, env: {} });
@@ -126,6 +127,17 @@ describe('cli', () => {
       });
       expect(j.status, j.stderr).toBe(0);
       expect(j.stdout.trimEnd().split('\n').map((l) => JSON.parse(l).v)).toEqual([10, 11, 12]);
+
+      const xlsxOut = join(dir, 'out.xlsx');
+      const x = spawnSync(process.execPath, [CLI, 'export', '-m', model.uuid, '-f', 'xlsx', '--out', xlsxOut, '-c', file], { encoding: 'utf8' });
+      expect(x.status, x.stderr).toBe(0);
+      expect(x.stderr).toContain(`exported 500 records of ${model.uuid}`);
+      const book = new ExcelJS.Workbook();
+      await book.xlsx.readFile(xlsxOut);
+      const sheet = book.worksheets[0];
+      expect(sheet.rowCount).toBe(501);
+      expect(sheet.getRow(4).getCell(3).value).toBe(3);
+      expect(sheet.getRow(4).getCell(4).value).toEqual({ richText: [{ text: '=1+2' }] });
 
       const unknown = spawnSync(process.execPath, [CLI, 'export', '--model', 'SCHEMA22222222', '--config', file], { encoding: 'utf8' });
       expect(unknown.status).toBe(1);

@@ -1,8 +1,11 @@
 /**
  * CSV exports neutralise spreadsheet formulas (OWASP CSV injection): a device with a push token stores
  * formula-looking STRING values through a real rule; the administrator's CSV export carries them with a
- * leading `'`, `formulas=raw` gives them back exactly, and JSON Lines is always exact.
+ * leading `'`, `formulas=raw` gives them back exactly, and JSON Lines is always exact. XLSX writes them
+ * as inline strings, exactly and never as formulas.
  */
+import ExcelJS from 'exceljs';
+import JSZip from 'jszip';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseCsv } from '../http/helpers.js';
 import { admin, bearer, raw, type Service, startService } from '../reliability/helpers.js';
@@ -109,5 +112,36 @@ describe('CSV export and spreadsheet formulas', () => {
       expect(r.body).toEqual({ code: 400, msg: expect.stringContaining("parameter 'formulas'"), data: null });
     }
     expect((await exportOf('&formulas=yes')).body.msg).toBe(`parameter 'formulas' must be escape (the default) or raw, got "yes"`);
+  });
+
+  it('XLSX holds every value exactly as an inline string cell, never a formula', async () => {
+    const res = await fetch(`http://127.0.0.1:${svc.port}/api/v1/datacenter/exportData?uuid=${model}&format=xlsx`, {
+      headers: bearer(svc.config.main.adminToken),
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('application/vnd.openxmlformats-officedocument.spreadsheetml.sheet');
+    expect(res.headers.get('content-disposition')).toMatch(/filename="formulas-\d{8}-\d{6}\.xlsx"/);
+    const bytes = Buffer.from(await res.arrayBuffer());
+    const zip = await JSZip.loadAsync(bytes);
+    const sheetXml = await zip.file('xl/worksheets/sheet1.xml')?.async('string');
+    expect(sheetXml).toBeDefined();
+    expect(sheetXml).not.toMatch(/<f[ >]/);
+    expect(sheetXml).toContain('t="inlineStr"');
+    const book = new ExcelJS.Workbook();
+    await book.xlsx.load(bytes);
+    const sheet = book.worksheets[0];
+    expect(sheet.name).toBe('formulas');
+    const text = (v: ExcelJS.CellValue): unknown => (v !== null && typeof v === 'object' && 'richText' in v ? v.richText.map((t) => t.text).join('') : v);
+    expect([1, 2, 3, 4, 5].map((c) => text(sheet.getRow(1).getCell(c).value))).toEqual(['id', 'create_at', 'note', 'place', 'temp']);
+    CASES.forEach(([stored], i) => {
+      const row = sheet.getRow(i + 2);
+      expect(row.getCell(1).value).toBe(i + 1);
+      expect(row.getCell(2).value).toBeInstanceOf(Date);
+      // XML reads a carriage return in text as a line feed: the one change XLSX makes (docs/api.md).
+      expect(text(row.getCell(3).value)).toBe(stored.replaceAll('\r', '\n'));
+      expect(row.getCell(3).formula).toBeUndefined();
+      expect(text(row.getCell(4).value)).toBe('-33.86,151.21');
+      expect(row.getCell(5).value).toBe(-4.5);
+    });
   });
 });

@@ -90,7 +90,7 @@ export function renderDataTab(ctx, body, m) {
   pageIn.addEventListener('change', () => { const n = Math.max(1, Math.floor(Number(pageIn.value) || 1)); st.current = n; load(); });
 
   // --- export / clear
-  const fmtSel = select([['csv', 'CSV (Excel)'], ['jsonl', 'JSON Lines']], 'csv', { id: 'export-format' });
+  const fmtSel = select([['csv', 'CSV'], ['xlsx', 'Excel (XLSX)'], ['jsonl', 'JSON Lines']], 'csv', { id: 'export-format' });
   const exportBtn = h('button', { type: 'button', class: 'primary', id: 'export', text: 'Export' });
   const cancelExport = h('button', { type: 'button', id: 'export-cancel', text: 'Cancel export', hidden: true });
   const progress = h('progress', { id: 'export-progress', max: '1', value: '0', hidden: true, 'aria-label': 'Export progress' });
@@ -259,12 +259,17 @@ export function renderDataTab(ctx, body, m) {
         const now = performance.now();
         if (now - lastPaint > 100) {
           lastPaint = now;
-          const recs = format === 'csv' ? Math.max(0, lines - 1) : lines;
-          if (expected > 0) { progress.max = expected; progress.value = Math.min(recs, expected); }
-          progressText.textContent = `Receiving: ${fmtBytes(bytes)}, ${recs} record${recs === 1 ? '' : 's'}${expected ? ` of about ${expected}` : ''}…`;
+          if (format === 'xlsx') {
+            // A compressed workbook has no line per record: bytes are all there is to show.
+            progressText.textContent = `Receiving: ${fmtBytes(bytes)}${expected ? ` for about ${expected} records` : ''}…`;
+          } else {
+            const recs = format === 'csv' ? Math.max(0, lines - 1) : lines;
+            if (expected > 0) { progress.max = expected; progress.value = Math.min(recs, expected); }
+            progressText.textContent = `Receiving: ${fmtBytes(bytes)}, ${recs} record${recs === 1 ? '' : 's'}${expected ? ` of about ${expected}` : ''}…`;
+          }
         }
       }
-      const recs = format === 'csv' ? Math.max(0, lines - 1) : lines;
+      const recs = format === 'xlsx' ? expected : format === 'csv' ? Math.max(0, lines - 1) : lines;
       progress.max = 1; progress.value = 1;
       const type = res.headers.get('Content-Type') || (format === 'csv' ? 'text/csv' : 'application/x-ndjson');
       const blob = new Blob(chunks, { type });
