@@ -14,7 +14,6 @@ import {
   MethodNotAllowedError,
   NotFoundError,
   PayloadTooLargeError,
-  PushPartlyKeptError,
   UriTooLongError,
 } from '../errors.js';
 import { checkHost } from './allowed-hosts.js';
@@ -354,7 +353,7 @@ export class Router {
         ctx.cors = true;
         return undefined;
       }
-      throw new AllowError(`method ${ctx.method} is not allowed on ${path}; use ${allowed.join(' or ')}`, allowed);
+      throw new MethodNotAllowedError(`method ${ctx.method} is not allowed on ${path}; use ${allowed.join(' or ')}`, allowed);
     }
     if (path === '/api' || path.startsWith('/api/')) {
       ex.label = '/api/*';
@@ -362,7 +361,7 @@ export class Router {
     }
     ex.label = 'static';
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
-      throw new AllowError(`method ${ctx.method} is not allowed on ${path}; use GET or HEAD`, ['GET', 'HEAD']);
+      throw new MethodNotAllowedError(`method ${ctx.method} is not allowed on ${path}; use GET or HEAD`, ['GET', 'HEAD']);
     }
     return { method: 'GET', path, handler: this.options.fallback };
   }
@@ -524,10 +523,8 @@ export class Router {
     if (err instanceof EdgeError) {
       status = err.status;
       msg = err.message;
-      if (err instanceof PushPartlyKeptError) data = err.data;
-      const retry = (err as { retryAfterS?: unknown }).retryAfterS;
-      if (typeof retry === 'number' && retry > 0) extra['Retry-After'] = String(Math.ceil(retry));
-      if (err instanceof AllowError) extra.Allow = err.allowed.join(', ');
+      data = err.data;
+      Object.assign(extra, err.headers());
       if (status >= 500) this.options.logger.warn({ path: ctx.path, code: err.code }, err.message);
       else if (this.options.logger.isLevelEnabled('debug')) {
         this.options.logger.debug({ method: ctx.method, path: ctx.path, status }, err.message);
@@ -554,16 +551,6 @@ function endHead(res: HttpResponse, length: number): void {
 function hasBody(ctx: RequestCtx): boolean {
   const length = ctx.header('content-length');
   return (length !== undefined && length !== '0') || ctx.header('transfer-encoding') !== undefined;
-}
-
-/** 405 carrying the allowed methods for the `Allow` header. */
-export class AllowError extends MethodNotAllowedError {
-  constructor(
-    message: string,
-    readonly allowed: string[],
-  ) {
-    super(message);
-  }
 }
 
 /** Stateless between calls: a non-streaming decode() resets it, also after an error. */

@@ -1,6 +1,7 @@
 /**
  * Builds the uWS app, registers every route and listens. `port: 0` picks a free port (tests).
  */
+import { ListenError } from '../errors.js';
 import { Audit, warnIfPlainNonLoopback } from './audit.js';
 import { adminGuard, bearerToken, type FailureLimiter, SecretSet } from './auth.js';
 import { ClientAddress } from './client-address.js';
@@ -36,14 +37,6 @@ export interface HttpServer {
 const CLOSE_GRACE_MS = 5000;
 
 export const SERVICE_VERSION = '0.1.0';
-
-/** The port is taken or the address is not ours: a start-up problem, reported without a stack. */
-export class ListenError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'ListenError';
-  }
-}
 
 export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
   const { config, registry, engine, logger } = deps;
