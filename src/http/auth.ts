@@ -5,7 +5,7 @@
  */
 import { AuthError } from '../errors.js';
 import { digestsEqual, sha256 } from '../util/digest.js';
-import type { RequestCtx } from './route.js';
+import type { RequestCtx } from './request.js';
 import type { CredentialKind } from './throttle.js';
 
 export class SecretSet {

@@ -9,7 +9,9 @@ import type { RegistryApi } from './deps.js';
 import { contentDisposition, exportChunks, exportContentType, exportFormat, formulaMode, pumpToSink } from './export.js';
 import { modelView } from './format.js';
 import { integer, one, required } from './params.js';
-import { StreamReply, type RequestCtx, type Router } from './route.js';
+import { StreamReply } from './reply.js';
+import type { RequestCtx } from './request.js';
+import type { Router } from './router.js';
 import { InvalidArgumentError } from '../errors.js';
 
 type Guard = (ctx: RequestCtx) => void;

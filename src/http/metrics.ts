@@ -14,7 +14,7 @@ import type { LatencySnapshot } from '../store/latency.js';
 import type { ModelLogStats } from '../store/types.js';
 import type { ConnectionGate } from './connections.js';
 import type { EngineApi, RegistryApi } from './deps.js';
-import type { Router } from './route.js';
+import type { Router } from './router.js';
 import type { AuthThrottle } from './throttle.js';
 
 export interface MetricsSources {

@@ -7,7 +7,8 @@ import { checkSecret, type FailureLimiter, type SecretSet } from './auth.js';
 import type { RegistryApi } from './deps.js';
 import { formatRecord, isoSeconds, spacedSeconds } from './format.js';
 import { pageCurrent, pageOrder, pageSize, required, selectFields } from './params.js';
-import type { RequestCtx, Router } from './route.js';
+import type { RequestCtx } from './request.js';
+import type { Router } from './router.js';
 
 function publishedModel(registry: RegistryApi, uuid: string) {
   const model = registry.get(uuid);

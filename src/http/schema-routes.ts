@@ -9,7 +9,9 @@ import type { RecoveryFindings } from '../store/types.js';
 import { modelView, withUuid } from './format.js';
 import { boolean, integer, optional, pageSize, required } from './params.js';
 import { InvalidArgumentError } from '../errors.js';
-import { jsonBody, type RequestCtx, type Route, type Router } from './route.js';
+import { jsonBody } from './body.js';
+import type { RequestCtx } from './request.js';
+import type { Route, Router } from './router.js';
 
 type Guard = (ctx: RequestCtx) => void;
 

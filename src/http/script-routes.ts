@@ -8,7 +8,9 @@ import { bearerToken, type FailureLimiter } from './auth.js';
 import type { EngineApi } from './deps.js';
 import { required } from './params.js';
 import { withUuid } from './format.js';
-import { jsonBody, utf8Body, type RequestCtx, type Route, type Router } from './route.js';
+import { jsonBody, utf8Body } from './body.js';
+import type { RequestCtx } from './request.js';
+import type { Route, Router } from './router.js';
 
 type Guard = (ctx: RequestCtx) => void;
 

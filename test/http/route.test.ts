@@ -6,7 +6,8 @@
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NotFoundError, PushPartlyKeptError, UnavailableError } from '../../src/errors.js';
-import { RawReply, Router, StreamReply } from '../../src/http/route.js';
+import { RawReply, StreamReply } from '../../src/http/reply.js';
+import { Router } from '../../src/http/router.js';
 import uWS, { type us_listen_socket } from '../../src/http/uws.js';
 
 let base: string;
