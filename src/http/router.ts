@@ -3,6 +3,17 @@
  * everything else to the static fallback), runs its guard before the body is read, then its handler, and
  * counts the answers for /metrics. Talking to uWS is exchange.ts's job, reading bodies body.ts's, and
  * what an answer or an error looks like reply.ts's.
+ *
+ * Routes are declared one way, in groups that state their path prefix and guard once (fastify's plugin
+ * prefix plus an onRequest hook):
+ *
+ *   router.group({ prefix: '/api/v1/schema', guard: admin }, (g) => {
+ *     g.get('/list', () => registry.list().map(modelView));
+ *   });
+ *
+ * A group cannot be declared without a guard; a route open to anyone uses PUBLIC, so that is a choice
+ * written down, not a line forgotten. `routes()` lists every route with its guard (test/http/routes.test.ts
+ * checks that table).
  */
 import type { Logger } from 'pino';
 import { MethodNotAllowedError, NotFoundError, UriTooLongError } from '../errors.js';
@@ -16,14 +27,49 @@ import type { HttpRequest, HttpResponse, TemplatedApp } from './uws.js';
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
 
-export interface Route {
+/** Who may call a route: runs synchronously before the body is read, and throws to refuse. */
+export interface Guard {
+  /** The credential it asks for, as the route table shows it: `admin token`, `data secret`, `public`. */
+  readonly who: string;
+  check(ctx: RequestCtx): void;
+}
+
+/** Open to anyone. */
+export const PUBLIC: Guard = { who: 'public', check() {} };
+
+/** Returns data (sent in the envelope), a RawReply or a StreamReply, or a promise of one; or throws. */
+export type Handler = (ctx: RequestCtx) => unknown;
+
+export interface GroupOptions {
+  /** Put in front of every path of the group: `/api/v1/schema` + `/list`. `''` for top-level paths. */
+  prefix: string;
+  guard: Guard;
+  /** Cross-origin reads: adds `Access-Control-Allow-Origin: *` and answers OPTIONS preflights. */
+  cors?: boolean;
+}
+
+/** Declares the routes of one group; each path is relative to the group's prefix. */
+export interface RouteGroup {
+  get(path: string, handler: Handler): void;
+  post(path: string, handler: Handler): void;
+  put(path: string, handler: Handler): void;
+  delete(path: string, handler: Handler): void;
+}
+
+interface Route {
   method: Method;
   path: string;
-  /** Runs synchronously before the body is read (authentication). */
-  guard?: (ctx: RequestCtx) => void;
-  /** Adds `Access-Control-Allow-Origin: *` and answers OPTIONS preflights. */
-  cors?: boolean;
-  handler: (ctx: RequestCtx) => unknown;
+  guard: Guard;
+  cors: boolean;
+  handler: Handler;
+}
+
+/** A row of the route table, for /metrics labels, fuzzing and the guard test. */
+export interface RouteInfo {
+  method: Method;
+  path: string;
+  /** The guard's `who`. */
+  guard: string;
 }
 
 export interface RouterOptions {
@@ -80,14 +126,30 @@ export class Router {
     return out;
   }
 
-  /** Every registered route: method and path (fuzzing, documentation). */
-  routes(): Array<{ method: Method; path: string }> {
-    const out: Array<{ method: Method; path: string }> = [];
-    for (const [path, byMethod] of this.table) for (const method of byMethod.keys()) out.push({ method: method as Method, path });
+  /** Every registered route with its guard. */
+  routes(): RouteInfo[] {
+    const out: RouteInfo[] = [];
+    for (const byMethod of this.table.values()) {
+      for (const route of byMethod.values()) out.push({ method: route.method, path: route.path, guard: route.guard.who });
+    }
     return out;
   }
 
-  add(route: Route): this {
+  /** Declares routes sharing a path prefix, a guard and the CORS choice. */
+  group(options: GroupOptions, declare: (group: RouteGroup) => void): this {
+    const { prefix, guard, cors = false } = options;
+    if (prefix !== '' && (!prefix.startsWith('/') || prefix.endsWith('/'))) {
+      throw new Error(`route group prefix must be '' or start with / and not end with one, got ${JSON.stringify(prefix)}`);
+    }
+    const add = (method: Method) => (path: string, handler: Handler) => {
+      if (!path.startsWith('/')) throw new Error(`route path must start with /, got ${JSON.stringify(path)} in group ${JSON.stringify(prefix)}`);
+      this.add({ method, path: prefix + path, guard, cors, handler });
+    };
+    declare({ get: add('GET'), post: add('POST'), put: add('PUT'), delete: add('DELETE') });
+    return this;
+  }
+
+  private add(route: Route): void {
     let byMethod = this.table.get(route.path);
     if (byMethod === undefined) {
       byMethod = new Map();
@@ -95,7 +157,6 @@ export class Router {
     }
     if (byMethod.has(route.method)) throw new Error(`route defined twice: ${route.method} ${route.path}`);
     byMethod.set(route.method, route);
-    return this;
   }
 
   attach(app: TemplatedApp): void {
@@ -115,7 +176,7 @@ export class Router {
       if (this.options.allowedHosts !== undefined && this.options.allowedHosts.size > 0) checkHost(ctx.header('host'), this.options.allowedHosts);
       const route = this.resolve(ex);
       if (route === undefined) return ex.writeRaw(CORS_PREFLIGHT);
-      route.guard?.(ctx);
+      route.guard.check(ctx);
       if (ctx.method === 'GET' || ctx.method === 'HEAD') return this.run(ex, route);
       readBody(ex, this.options.bodyBytesMax, () => this.run(ex, route));
     } catch (err) {
@@ -133,11 +194,11 @@ export class Router {
       ex.label = path;
       const route = byMethod.get(ctx.method);
       if (route !== undefined) {
-        ctx.cors = route.cors === true;
+        ctx.cors = route.cors;
         return route;
       }
       const allowed = [...byMethod.keys()];
-      if (ctx.method === 'OPTIONS' && [...byMethod.values()].some((r) => r.cors === true)) {
+      if (ctx.method === 'OPTIONS' && [...byMethod.values()].some((r) => r.cors)) {
         ctx.cors = true;
         return undefined;
       }
@@ -151,7 +212,7 @@ export class Router {
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
       throw new MethodNotAllowedError(`method ${ctx.method} is not allowed on ${path}; use GET or HEAD`, ['GET', 'HEAD']);
     }
-    return { method: 'GET', path, handler: this.options.fallback };
+    return { method: 'GET', path, guard: PUBLIC, cors: false, handler: this.options.fallback };
   }
 
   private run(ex: Exchange, route: Route): void {

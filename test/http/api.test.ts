@@ -5,9 +5,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkRecord } from '../../src/models/record-check.js';
-import { ADMIN, call, parseCsv, query, SECRET, SECRET_2, startTestServer, type TestServer } from './helpers.js';
+import { call, parseCsv, query } from '../support/client.js';
+import { ADMIN, SECRET, SECRET_2, startService, type TestService } from '../support/service.js';
 
-let server: TestServer;
+let server: TestService;
 let base: string;
 /** Published, 30 records. */
 let main: string;
@@ -55,7 +56,7 @@ function save(uuid: string, input: Record<string, unknown>): number {
 }
 
 beforeAll(async () => {
-  server = await startTestServer();
+  server = await startService({ ini: { 'plugin.http_server': ['body_bytes_max = 4096'] }, logLevel: 'silent' });
   base = server.base;
 
   main = await createModel('Boiler room #1');

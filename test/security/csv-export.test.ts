@@ -4,8 +4,8 @@
  * leading `'`, `formulas=raw` gives them back exactly, and JSON Lines is always exact.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseCsv } from '../http/helpers.js';
-import { admin, bearer, raw, type Service, startService } from '../reliability/helpers.js';
+import { admin, bearer, parseCsv, raw } from '../support/client.js';
+import { type TestService, startService } from '../support/service.js';
 
 /** [stored value, expected CSV cell by default]. */
 const CASES: Array<[string, string]> = [
@@ -33,7 +33,7 @@ const RULE = (model: string): string => `Actions = {
     end
 }`;
 
-let svc: Service;
+let svc: TestService;
 let model: string;
 
 async function exportOf(query: string): Promise<{ status: number; text: string; body: any }> {
