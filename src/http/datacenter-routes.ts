@@ -8,10 +8,9 @@ import type { Audit } from './audit.js';
 import type { RegistryView } from './deps.js';
 import { contentDisposition, exportChunks, exportContentType, exportFormat, formulaMode, pumpToSink } from './export.js';
 import { modelView } from './format.js';
-import { integer, one, required } from './params.js';
+import { badParameter, integer, one, required } from './params.js';
 import { StreamReply } from './reply.js';
 import type { Guard, Router } from './router.js';
-import { InvalidArgumentError } from '../errors.js';
 
 const ZERO_RULE = { defaultValue: null, min: 0, max: 0, trueLabel: '', falseLabel: '', round: 0 };
 
@@ -48,7 +47,7 @@ export function addDatacenterRoutes(router: Router, registry: RegistryView, conf
       const fromId = integer(query, 'from', 1, Number.MAX_SAFE_INTEGER);
       const toId = integer(query, 'to', 1, Number.MAX_SAFE_INTEGER);
       if (fromId !== undefined && toId !== undefined && fromId > toId) {
-        throw new InvalidArgumentError(`parameter 'from' (${fromId}) must not be greater than 'to' (${toId})`);
+        throw badParameter('from', `at most 'to' (${toId})`, String(fromId));
       }
       const model = registry.get(uuid);
       const log = registry.log(uuid);
