@@ -21,7 +21,7 @@ export class RequestCtx {
     readonly rawQuery: string,
     readonly headers: Readonly<Record<string, string>>,
     /** Reads the peer address from the connection; throws once the client has gone. */
-    private readonly peerAddress: () => string = () => '',
+    private readonly peerAddress: () => string,
     /** `trusted_proxies`: who may name the client in X-Forwarded-For; without it the peer is the client. */
     private readonly clientAddress?: ClientAddress,
   ) {}

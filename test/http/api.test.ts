@@ -51,8 +51,7 @@ function save(uuid: string, input: Record<string, unknown>): number {
   const model = server.registry.get(uuid);
   const checked = checkRecord(model, input, 'save');
   if (!checked.ok) throw new Error(checked.error);
-  const log = server.registry.log(uuid) as unknown as { save(r: Record<string, unknown>): number };
-  return log.save(checked.record);
+  return server.registry.log(uuid).save(checked.record);
 }
 
 beforeAll(async () => {
