@@ -11,6 +11,7 @@ import { pino } from 'pino';
 import { loadConfig } from '../src/config/index.js';
 import { openData } from '../src/server.js';
 import { startHttpServer } from '../src/http/server.js';
+import { ScriptEngine } from '../src/scripts/engine.js';
 import { startSqliteHttpServer } from './baselines/sqlite-http-server.js';
 import type { Row } from './baselines/sqlite-store.js';
 import { FIELDS, sensorRecord } from './records.js';
@@ -62,13 +63,17 @@ async function startOurs(dir: string): Promise<Running> {
     if (i % 100_000 === 0) await log.durable();
   }
   await log.durable();
-  const http = await startHttpServer({ config, registry, logger: pino({ level: 'silent' }) });
+  const logger = pino({ level: 'silent' });
+  // Idle here (no inputs, no rules), but the HTTP layer always has one, as in production.
+  const engine = await ScriptEngine.open({ dataDir: config.main.dataDir, config: config.scripts, registry, log: logger });
+  const http = await startHttpServer({ config, registry, engine, logger });
   return {
     port: http.port,
     uuid: model.uuid,
     write: (i) => log.save(sensorRecord(i)),
     close: async () => {
       await http.close();
+      await engine.close();
       await store.close();
     },
   };

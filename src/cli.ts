@@ -10,9 +10,9 @@ import { parseArgs } from 'node:util';
 import cliProgress from 'cli-progress';
 import { pino, type Logger } from 'pino';
 import { defaultConfigText, loadConfig, type LoadedConfig } from './config/index.js';
-import { EdgeError } from './errors.js';
+import { EdgeError, ListenError } from './errors.js';
 import { exportChunks, exportFormat, formulaMode } from './http/export.js';
-import { hostPort, ListenError, SERVICE_VERSION } from './http/server.js';
+import { hostPort, SERVICE_VERSION } from './http/server.js';
 import { openData, startService, type RunningService } from './server.js';
 
 const USAGE = `Usage:

@@ -1,8 +1,8 @@
 /**
  * Every error the service raises on purpose. Each class carries a stable `code` string and the HTTP
- * status it maps to, so the HTTP layer turns any of them into the contract's envelope
- * `{code: status, msg: message, data: null}` without knowing where it came from.
- * Anything that is not an EdgeError is a bug and answers 500.
+ * status it maps to, and declares the headers and `data` its answer carries, so the HTTP layer turns any
+ * of them into the contract's envelope `{code: status, msg: message, data}` without knowing where it
+ * came from. Anything that is not an EdgeError is a bug and answers 500.
  */
 export class EdgeError extends Error {
   readonly code: string;
@@ -13,6 +13,20 @@ export class EdgeError extends Error {
     this.code = code;
     this.status = status;
   }
+
+  /** The envelope's `data`: null unless the error has something the client needs. */
+  get data(): unknown {
+    return null;
+  }
+
+  /** Headers the answer must carry besides the JSON ones (`Retry-After`, `Allow`). */
+  headers(): Record<string, string> {
+    return {};
+  }
+}
+
+function retryAfter(retryAfterS: number): Record<string, string> {
+  return retryAfterS > 0 ? { 'Retry-After': String(Math.ceil(retryAfterS)) } : {};
 }
 
 /** A parameter, field or body broke a rule. The message names it and the rule. */
@@ -49,10 +63,18 @@ export class MisdirectedRequestError extends EdgeError {
   }
 }
 
+/** The path exists, the method does not: `allowed` becomes the `Allow` header. */
 export class MethodNotAllowedError extends EdgeError {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    readonly allowed: readonly string[],
+  ) {
     super(message, 'ERR_METHOD_NOT_ALLOWED', 405);
     this.name = 'MethodNotAllowedError';
+  }
+
+  override headers(): Record<string, string> {
+    return { Allow: this.allowed.join(', ') };
   }
 }
 
@@ -79,6 +101,10 @@ export class TooManyRequestsError extends EdgeError {
     this.name = 'TooManyRequestsError';
     this.retryAfterS = retryAfterS;
   }
+
+  override headers(): Record<string, string> {
+    return retryAfter(this.retryAfterS);
+  }
 }
 
 /** The request line is longer than `[plugin.http_server] url_bytes_max`. */
@@ -98,6 +124,10 @@ export class UnavailableError extends EdgeError {
     this.name = 'UnavailableError';
     this.retryAfterS = retryAfterS;
   }
+
+  override headers(): Record<string, string> {
+    return retryAfter(this.retryAfterS);
+  }
 }
 
 /**
@@ -107,10 +137,14 @@ export class UnavailableError extends EdgeError {
 export class PushPartlyKeptError extends UnavailableError {
   constructor(
     message: string,
-    readonly data: { accepted: number; failed: number; kept: number[] },
+    private readonly kept: { accepted: number; failed: number; kept: number[] },
   ) {
     super(message, 5, undefined, 'ERR_STORE_READ_ONLY');
     this.name = 'PushPartlyKeptError';
+  }
+
+  override get data(): { accepted: number; failed: number; kept: number[] } {
+    return this.kept;
   }
 }
 
@@ -129,5 +163,18 @@ export class StoreReadOnlyError extends UnavailableError {
   constructor(modelId: string, reason: string, options?: ErrorOptions) {
     super(`store read-only for model ${modelId}: ${reason}`, 5, options, 'ERR_STORE_READ_ONLY');
     this.name = 'StoreReadOnlyError';
+  }
+}
+
+/**
+ * The port is taken or the address is not ours, or uWS refused the TLS files: a start-up problem, which
+ * the CLI reports without a stack. Not an EdgeError: no request is being answered.
+ */
+export class ListenError extends Error {
+  readonly code = 'ERR_LISTEN';
+
+  constructor(message: string) {
+    super(message);
+    this.name = 'ListenError';
   }
 }

@@ -7,7 +7,7 @@ import { statfs } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from './config/types.js';
-import { startHttpServer } from './http/server.js';
+import { type HttpServer, startHttpServer } from './http/server.js';
 import { ModelRegistry } from './models/registry.js';
 import { ScriptEngine } from './scripts/engine.js';
 import { Store } from './store/index.js';
@@ -17,6 +17,10 @@ export interface RunningService {
   host: string;
   port: number;
   scheme: 'http' | 'https';
+  /** The models, for tools and tests that look behind the API. */
+  registry: ModelRegistry;
+  /** Every route with the credential it asks for. */
+  routes: HttpServer['routes'];
   stop(): Promise<void>;
 }
 
@@ -121,6 +125,8 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       host: http.host,
       port: http.port,
       scheme: http.scheme,
+      registry,
+      routes: http.routes,
       stop() {
         // Pushes in flight are answered before connections close: stop listening, let the engine
         // drain (every accepted payload stored and its push answered), then close the rest.

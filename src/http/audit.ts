@@ -115,9 +115,3 @@ export function warnIfPlainNonLoopback(host: string, port: number, tlsEnabled: b
   );
   return true;
 }
-
-/** The `name` of an object the engine or registry returned, '' when it has none. */
-export function nameOf(value: unknown): string {
-  const name = typeof value === 'object' && value !== null ? (value as { name?: unknown }).name : undefined;
-  return typeof name === 'string' ? name : '';
-}

@@ -1,11 +1,17 @@
 /**
- * Secrets and tokens, compared in constant time: both sides are hashed with SHA-256 (equal lengths, and
- * the length of a secret does not leak) and compared with timingSafeEqual against every configured value,
- * without an early exit.
+ * The route guards, one per credential: the admin token (and the metrics token), the data secret and an
+ * input's push token. Each checks the credential first, then reports a wrong one to the FailureLimiter
+ * (throttle and audit), so a right credential passes whatever else came from its address. Secrets and
+ * tokens are compared in constant time: both sides are hashed with SHA-256 (equal lengths, and the length
+ * of a secret does not leak) and compared with timingSafeEqual against every configured value, without
+ * an early exit.
  */
-import { AuthError } from '../errors.js';
+import { AuthError, NotFoundError } from '../errors.js';
 import { digestsEqual, sha256 } from '../util/digest.js';
-import type { RequestCtx } from './route.js';
+import type { EngineView } from './deps.js';
+import { required } from './params.js';
+import type { RequestCtx } from './request.js';
+import type { Guard } from './router.js';
 import type { CredentialKind } from './throttle.js';
 
 export class SecretSet {
@@ -54,29 +60,75 @@ export interface FailureLimiter {
   failed(ctx: { readonly remoteAddress: string }, kind: CredentialKind): void;
 }
 
-/** The credential is checked first: a right one passes whatever else came from its address. */
-export function checkSecret(secrets: SecretSet, ctx: RequestCtx, limiter?: FailureLimiter): void {
-  const given = requestSecret(ctx);
-  if (given === undefined) {
-    throw new AuthError("missing secret: give the query parameter 'secrets' (or 'secret', or the header X-Api-Secret)");
-  }
-  if (!secrets.matches(given)) {
-    limiter?.failed(ctx, 'data-secret');
-    throw new AuthError('wrong secret');
-  }
+/** The query endpoints' guard: one of the data secrets, in the query or in X-Api-Secret. */
+export function dataSecretGuard(secrets: SecretSet, limiter: FailureLimiter): Guard {
+  return {
+    who: 'data secret',
+    check(ctx) {
+      const given = requestSecret(ctx);
+      if (given === undefined) {
+        throw new AuthError("missing secret: give the query parameter 'secrets' (or 'secret', or the header X-Api-Secret)");
+      }
+      if (!secrets.matches(given)) {
+        limiter.failed(ctx, 'data-secret');
+        throw new AuthError('wrong secret');
+      }
+    },
+  };
 }
 
 /**
- * A guard accepting any of `tokens` as `Authorization: Bearer`; `what` names the credential in messages.
+ * Accepts any of `tokens` as `Authorization: Bearer`; `who` names the credential in messages.
  * Failures count as `admin-token` guesses: every token accepted here also opens /metrics or more.
  */
-export function adminGuard(tokens: SecretSet, limiter?: FailureLimiter, what = 'admin token'): (ctx: RequestCtx) => void {
-  return (ctx) => {
-    const token = bearerToken(ctx);
-    if (token === undefined) throw new AuthError(`missing ${what}: send the header Authorization: Bearer <${what.replaceAll(' ', '_')}>`);
-    if (!tokens.matches(token)) {
-      limiter?.failed(ctx, 'admin-token');
-      throw new AuthError(`wrong ${what}`);
-    }
+export function adminGuard(tokens: SecretSet, limiter: FailureLimiter, who = 'admin token'): Guard {
+  return {
+    who,
+    check(ctx) {
+      const token = bearerToken(ctx);
+      if (token === undefined) throw new AuthError(`missing ${who}: send the header Authorization: Bearer <${who.replaceAll(' ', '_')}>`);
+      if (!tokens.matches(token)) {
+        limiter.failed(ctx, 'admin-token');
+        throw new AuthError(`wrong ${who}`);
+      }
+    },
+  };
+}
+
+/**
+ * The push endpoint's guard: the token of the input named by `uuid`. It runs before the body is read, so
+ * a wrong-token body costs nothing and each failure meets the throttle at once. An unknown input answers
+ * like a wrong token, so input ids cannot be probed.
+ */
+export function pushTokenGuard(engine: Pick<EngineView, 'authenticatePush'>, limiter: FailureLimiter): Guard {
+  return {
+    who: 'push token',
+    check(ctx) {
+      const token = bearerToken(ctx);
+      if (token === undefined) {
+        throw new AuthError("missing push token: send the header Authorization: Bearer <the input's token>");
+      }
+      const uuid = required(ctx.query, 'uuid');
+      try {
+        engine.authenticatePush(uuid, token);
+      } catch (err) {
+        if (!(err instanceof AuthError || err instanceof NotFoundError)) throw err;
+        limiter.failed(ctx, 'push-token');
+        throw new AuthError(`wrong push token for input ${uuid} (or no such input)`);
+      }
+    },
+  };
+}
+
+/**
+ * Open to anyone, but a bearer token, when one is sent, must pass `guard` (a wrong one is a 401 and
+ * counts as a guess). Other schemes, such as a proxy's Basic auth passed through, count as none.
+ */
+export function publicUnlessBearer(guard: Guard): Guard {
+  return {
+    who: `public; ${guard.who} when a bearer token is sent`,
+    check(ctx) {
+      if (bearerToken(ctx) !== undefined) guard.check(ctx);
+    },
   };
 }

@@ -4,7 +4,7 @@
  * limit is answered at once, before it sends anything, with a 503 envelope, `Retry-After` and
  * `Connection: close`, and closed; connections already open are not affected.
  */
-import { JSON_HEADERS } from './route.js';
+import { JSON_HEADERS } from './reply.js';
 import type { HttpResponse, TemplatedApp } from './uws.js';
 
 const REFUSAL = JSON.stringify({ code: 503, msg: 'too many open connections: retry later', data: null });

@@ -5,14 +5,12 @@
 import type { Config } from '../config/types.js';
 import type { Attribute } from '../models/types.js';
 import type { Audit } from './audit.js';
-import type { RegistryApi } from './deps.js';
+import type { RegistryView } from './deps.js';
 import { contentDisposition, exportChunks, exportContentType, exportFormat, formulaMode, pumpToSink } from './export.js';
 import { modelView } from './format.js';
-import { integer, one, required } from './params.js';
-import { StreamReply, type RequestCtx, type Router } from './route.js';
-import { InvalidArgumentError } from '../errors.js';
-
-type Guard = (ctx: RequestCtx) => void;
+import { badParameter, integer, one, required } from './params.js';
+import { StreamReply } from './reply.js';
+import type { Guard, Router } from './router.js';
 
 const ZERO_RULE = { defaultValue: null, min: 0, max: 0, trueLabel: '', falseLabel: '', round: 0 };
 
@@ -35,23 +33,13 @@ export function ddlDetail(attributes: readonly Attribute[]): Array<Record<string
   ];
 }
 
-export function addDatacenterRoutes(router: Router, registry: RegistryApi, config: Config, guard: Guard, audit: Audit): void {
-  const base = '/api/v1/datacenter';
+export function addDatacenterRoutes(router: Router, registry: RegistryView, config: Config, admin: Guard, audit: Audit): void {
+  router.group({ prefix: '/api/v1/datacenter', guard: admin }, (g) => {
+    g.get('/listSchemaDDL', () => registry.list().map(modelView));
 
-  router.add({ method: 'GET', path: `${base}/listSchemaDDL`, guard, handler: () => registry.list().map(modelView) });
+    g.get('/schemaDDLDetail', (ctx) => ddlDetail(registry.get(required(ctx.query, 'uuid')).attributes));
 
-  router.add({
-    method: 'GET',
-    path: `${base}/schemaDDLDetail`,
-    guard,
-    handler: (ctx) => ddlDetail(registry.get(required(ctx.query, 'uuid')).attributes),
-  });
-
-  router.add({
-    method: 'GET',
-    path: `${base}/exportData`,
-    guard,
-    handler: async (ctx) => {
+    g.get('/exportData', (ctx) => {
       const query = ctx.query;
       const uuid = required(query, 'uuid');
       const format = exportFormat(one(query, 'format'));
@@ -59,7 +47,7 @@ export function addDatacenterRoutes(router: Router, registry: RegistryApi, confi
       const fromId = integer(query, 'from', 1, Number.MAX_SAFE_INTEGER);
       const toId = integer(query, 'to', 1, Number.MAX_SAFE_INTEGER);
       if (fromId !== undefined && toId !== undefined && fromId > toId) {
-        throw new InvalidArgumentError(`parameter 'from' (${fromId}) must not be greater than 'to' (${toId})`);
+        throw badParameter('from', `at most 'to' (${toId})`, String(fromId));
       }
       const model = registry.get(uuid);
       const log = registry.log(uuid);
@@ -68,28 +56,18 @@ export function addDatacenterRoutes(router: Router, registry: RegistryApi, confi
         'Content-Disposition': contentDisposition(model, format, Date.now()),
       };
       return new StreamReply(headers, (sink) => pumpToSink(exportChunks({ model, log, fromId, toId }, { format, formulas }), sink));
-    },
-  });
+    });
 
-  router.add({
-    method: 'DELETE',
-    path: `${base}/clearSchemaData`,
-    guard,
-    handler: async (ctx) => {
+    g.delete('/clearSchemaData', async (ctx) => {
       const uuid = required(ctx.query, 'uuid');
       await registry.log(uuid).clear();
       audit.event('data.clear', ctx, { type: 'model', name: registry.get(uuid).name, uuid });
       return [];
-    },
-  });
+    });
 
-  router.add({
-    method: 'GET',
-    path: `${base}/secret`,
-    guard,
-    handler: (ctx) => {
+    g.get('/secret', (ctx) => {
       audit.event('secret.read', ctx, { type: 'secret', name: 'dataschema_secrets', uuid: '' });
       return { secret: config.main.secrets[0] ?? '' };
-    },
+    });
   });
 }

@@ -7,7 +7,7 @@ import { InvalidArgumentError } from '../errors.js';
 import type { DataModel } from '../models/types.js';
 import type { ExportRange, RecordView } from '../store/types.js';
 import { compactStamp, isoSeconds } from './format.js';
-import { quote } from './params.js';
+import { badParameter } from './params.js';
 import { xlsxChunks } from './xlsx-export.js';
 
 export const EXPORT_FORMATS = ['csv', 'jsonl', 'xlsx'] as const;
@@ -24,14 +24,14 @@ export function exportFormat(raw: string | undefined): ExportFormat {
   if (value === '' || value === 'csv') return 'csv';
   if (value === 'jsonl' || value === 'ndjson') return 'jsonl';
   if (value === 'xlsx') return 'xlsx';
-  throw new InvalidArgumentError(`parameter 'format' must be csv, jsonl or xlsx, got ${quote(raw ?? '')}`);
+  throw badParameter('format', 'csv, jsonl or xlsx', raw ?? '');
 }
 
 export function formulaMode(raw: string | undefined): FormulaMode {
   const value = (raw ?? '').trim().toLowerCase();
   if (value === '' || value === 'escape') return 'escape';
   if (value === 'raw') return 'raw';
-  throw new InvalidArgumentError(`parameter 'formulas' must be escape (the default) or raw, got ${quote(raw ?? '')}`);
+  throw badParameter('formulas', 'escape (the default) or raw', raw ?? '');
 }
 
 const CONTENT_TYPES: Record<ExportFormat, string> = {

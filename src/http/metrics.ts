@@ -11,15 +11,16 @@
  */
 import { collectDefaultMetrics, Counter, Gauge, type Metric, Registry } from 'prom-client';
 import type { LatencySnapshot } from '../store/latency.js';
+import type { RuleStats } from '../scripts/types.js';
 import type { ModelLogStats } from '../store/types.js';
 import type { ConnectionGate } from './connections.js';
-import type { EngineApi, RegistryApi } from './deps.js';
-import type { Router } from './route.js';
+import type { EngineView, RegistryView } from './deps.js';
+import type { Router } from './router.js';
 import type { AuthThrottle } from './throttle.js';
 
 export interface MetricsSources {
-  registry: RegistryApi;
-  engine?: EngineApi;
+  registry: RegistryView;
+  engine: EngineView;
   router: Router;
   connections: ConnectionGate;
   throttle: AuthThrottle;
@@ -27,30 +28,12 @@ export interface MetricsSources {
 
 const STORE_STATES = ['ok', 'read-only'] as const;
 
-interface RuleStatsView {
-  invocations?: unknown;
-  successes?: unknown;
-  failures?: unknown;
-  p50Ms?: unknown;
-  p99Ms?: unknown;
-}
-
 function num(value: unknown): number {
   return typeof value === 'number' && Number.isFinite(value) ? value : 0;
 }
 
-function uuidsOf(list: unknown): string[] {
-  if (!Array.isArray(list)) return [];
-  const out: string[] = [];
-  for (const item of list) {
-    const uuid = (item as { uuid?: unknown } | null)?.uuid;
-    if (typeof uuid === 'string') out.push(uuid);
-  }
-  return out;
-}
-
 /** The published models' logs, each with its stats; a model deleted meanwhile is skipped. */
-function modelStats(registry: RegistryApi): Array<[string, ModelLogStats]> {
+function modelStats(registry: RegistryView): Array<[string, ModelLogStats]> {
   const out: Array<[string, ModelLogStats]> = [];
   for (const model of registry.list()) {
     if (!model.published) continue;
@@ -233,64 +216,58 @@ export function createMetrics(src: MetricsSources): Metrics {
 
   // ---- rules and inputs ----
   const engine = src.engine;
-  if (engine !== undefined) {
-    const readRules = async (): Promise<Array<[string, RuleStatsView]>> => {
-      const uuids = uuidsOf(await engine.listRules());
-      const out: Array<[string, RuleStatsView]> = [];
-      for (const uuid of uuids) {
-        try {
-          out.push([uuid, ((await engine.ruleStats(uuid)) ?? {}) as RuleStatsView]);
-        } catch {
-          // deleted meanwhile
-        }
+  const readRules = (): Array<[string, RuleStats]> => {
+    const out: Array<[string, RuleStats]> = [];
+    for (const { uuid } of engine.listRules()) {
+      try {
+        out.push([uuid, engine.ruleStats(uuid)]);
+      } catch {
+        // deleted meanwhile
       }
-      return out;
-    };
-    const ruleCounter = (name: string, help: string, pick: (s: RuleStatsView) => unknown): void => {
-      new Counter({
-        name,
-        help,
-        labelNames: ['rule'],
-        registers,
-        async collect() {
-          const rules = await readRules();
-          this.reset();
-          for (const [rule, stats] of rules) this.inc({ rule }, num(pick(stats)));
-        },
-      });
-    };
-    // The engine's stats are in memory; each metric reads them itself, so none sees a stale copy.
-    ruleCounter('edge_rule_invocations_total', 'Rule invocations.', (s) => s.invocations);
-    ruleCounter('edge_rule_successes_total', 'Rule invocations that succeeded.', (s) => s.successes);
-    ruleCounter('edge_rule_failures_total', 'Rule invocations that failed (error, Throw, limits).', (s) => s.failures);
-    new Gauge({
-      name: 'edge_rule_latency_seconds',
-      help: 'Rule invocation latency: upper bound of the histogram bucket holding the quantile (0 before any run).',
-      labelNames: ['rule', 'quantile'],
+    }
+    return out;
+  };
+  const ruleCounter = (name: string, help: string, pick: (s: RuleStats) => number): void => {
+    new Counter({
+      name,
+      help,
+      labelNames: ['rule'],
       registers,
-      async collect() {
-        const rules = await readRules();
+      collect() {
+        const rules = readRules();
         this.reset();
-        for (const [rule, stats] of rules) {
-          this.set({ rule, quantile: '0.5' }, num(stats.p50Ms) / 1000);
-          this.set({ rule, quantile: '0.99' }, num(stats.p99Ms) / 1000);
-        }
+        for (const [rule, stats] of rules) this.inc({ rule }, num(pick(stats)));
       },
     });
-    const queueDepth = engine.queueDepth?.bind(engine);
-    if (queueDepth !== undefined) {
-      new Gauge({
-        name: 'edge_input_queue_depth',
-        help: 'Payloads waiting per input.',
-        labelNames: ['input'],
-        registers,
-        async collect() {
-          this.reset();
-          for (const input of uuidsOf(await engine.listInends())) this.set({ input }, queueDepth(input));
-        },
-      });
-    }
-  }
+  };
+  // The engine's stats are in memory; each metric reads them itself, so none sees a stale copy.
+  ruleCounter('edge_rule_invocations_total', 'Rule invocations.', (s) => s.invocations);
+  ruleCounter('edge_rule_successes_total', 'Rule invocations that succeeded.', (s) => s.successes);
+  ruleCounter('edge_rule_failures_total', 'Rule invocations that failed (error, Throw, limits).', (s) => s.failures);
+  new Gauge({
+    name: 'edge_rule_latency_seconds',
+    help: 'Rule invocation latency: upper bound of the histogram bucket holding the quantile (0 before any run).',
+    labelNames: ['rule', 'quantile'],
+    registers,
+    collect() {
+      const rules = readRules();
+      this.reset();
+      for (const [rule, stats] of rules) {
+        this.set({ rule, quantile: '0.5' }, num(stats.p50Ms) / 1000);
+        this.set({ rule, quantile: '0.99' }, num(stats.p99Ms) / 1000);
+      }
+    },
+  });
+  new Gauge({
+    name: 'edge_input_queue_depth',
+    help: 'Payloads waiting per input.',
+    labelNames: ['input'],
+    registers,
+    collect() {
+      this.reset();
+      for (const { uuid } of engine.listInends()) this.set({ input: uuid }, engine.queueDepth(uuid));
+    },
+  });
 
   return {
     registry,

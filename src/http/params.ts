@@ -1,6 +1,9 @@
 /**
  * Query-string parsing and the parameter rules of contract section 4, with the exact 400 messages.
  * uWS's `req.getQuery(name)` returns one value only, so the raw query string is parsed here.
+ * A value that breaks a rule is always reported by `badParameter`, in one shape:
+ * `parameter 'size' must be an integer in 1..1000, got "abc"` (ranges as `min..max`, as the contract
+ * and the config and model messages write them).
  */
 import { InvalidArgumentError } from '../errors.js';
 import type { DataModel } from '../models/types.js';
@@ -45,6 +48,16 @@ export function quote(value: string): string {
   return JSON.stringify(cut);
 }
 
+/** The 400 for a parameter whose value breaks `rule` (written to follow "must be"). */
+export function badParameter(name: string, rule: string, value: string): InvalidArgumentError {
+  return new InvalidArgumentError(`parameter '${name}' must be ${rule}, got ${quote(value)}`);
+}
+
+/** An inclusive range as every message writes it. */
+export function range(min: number, max: number): string {
+  return `${min}..${max}`;
+}
+
 /** The single value of a parameter; repeating it with different values is a 400. */
 export function one(query: QueryParams, name: string): string | undefined {
   const values = query.get(name);
@@ -79,7 +92,7 @@ export function integer(query: QueryParams, name: string, min: number, max: numb
   if (raw === undefined || raw.length === 0) return fallback;
   const value = /^[0-9]{1,16}$/.test(raw) ? Number(raw) : NaN;
   if (!Number.isSafeInteger(value) || value < min || value > max) {
-    throw new InvalidArgumentError(`parameter '${name}' must be an integer from ${min} to ${max}, got ${quote(raw)}`);
+    throw badParameter(name, `an integer in ${range(min, max)}`, raw);
   }
   return value;
 }
@@ -97,7 +110,7 @@ export function pageOrder(query: QueryParams): PageOrder {
   if (raw === undefined || raw.length === 0) return 'desc';
   const lower = raw.toLowerCase();
   if (lower === 'asc' || lower === 'desc') return lower;
-  throw new InvalidArgumentError(`parameter 'order' must be asc or desc, got ${quote(raw)}`);
+  throw badParameter('order', 'asc or desc', raw);
 }
 
 /** `true`/`false` (also 1/0, yes/no, case-insensitive); absent or empty gives the default. */
@@ -106,7 +119,7 @@ export function boolean(query: QueryParams, name: string, fallback: boolean): bo
   if (raw === undefined || raw.length === 0) return fallback;
   if (raw === 'true' || raw === '1' || raw === 'yes') return true;
   if (raw === 'false' || raw === '0' || raw === 'no') return false;
-  throw new InvalidArgumentError(`parameter '${name}' must be true or false, got ${quote(raw)}`);
+  throw badParameter(name, 'true or false', raw);
 }
 
 function canonicalField(model: DataModel, name: string): string | undefined {

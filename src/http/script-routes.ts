@@ -1,23 +1,22 @@
 /**
  * Inputs ("inends"), the push endpoint, and rules (contract section 7). Management calls need the admin
- * token; a push needs the input's own push token. Without a script engine every route answers 503.
+ * token; a push needs the input's own push token.
  */
-import { AuthError, InvalidArgumentError, NotFoundError, PushPartlyKeptError, UnavailableError } from '../errors.js';
-import { nameOf, type Audit } from './audit.js';
-import { bearerToken, type FailureLimiter } from './auth.js';
-import type { EngineApi } from './deps.js';
-import { required } from './params.js';
+import { InvalidArgumentError, PushPartlyKeptError } from '../errors.js';
+import type { Audit } from './audit.js';
+import type { EngineView } from './deps.js';
+import { badParameter, required } from './params.js';
 import { withUuid } from './format.js';
-import { jsonBody, utf8Body, type RequestCtx, type Route, type Router } from './route.js';
-
-type Guard = (ctx: RequestCtx) => void;
+import { jsonBody, utf8Body } from './body.js';
+import type { RequestCtx } from './request.js';
+import type { Guard, Router } from './router.js';
 
 /** `wait=durable` (contract 9): the push answers once its records are on disk. */
 function waitParam(ctx: RequestCtx): boolean {
   const wait = ctx.query.get('wait')?.[0];
   if (wait === undefined || wait === '') return false;
   if (wait === 'durable') return true;
-  throw new InvalidArgumentError(`parameter 'wait' must be durable or absent, got ${JSON.stringify(wait.slice(0, 64))}`);
+  throw badParameter('wait', 'durable or absent', wait);
 }
 
 /** Splits a push body into payloads: NDJSON gives one per non-blank line, anything else one in all. */
@@ -34,66 +33,32 @@ export function pushPayloads(ctx: RequestCtx): string[] {
   return payloads;
 }
 
-export function addScriptRoutes(router: Router, engine: EngineApi | undefined, guard: Guard, audit: Audit, limiter?: FailureLimiter): void {
-  const need = (): EngineApi => {
-    if (engine === undefined) throw new UnavailableError('the script engine is not running', 5);
-    return engine;
-  };
-  const add = (route: Route): void => {
-    router.add({ guard, ...route, path: `/api/v1${route.path}` });
-  };
-
-  // Inputs
-  add({ method: 'GET', path: '/inends/list', handler: () => need().listInends() });
-  add({ method: 'GET', path: '/inends/detail', handler: (ctx) => need().getInend(required(ctx.query, 'uuid')) });
-  add({
-    method: 'POST',
-    path: '/inends/create',
-    handler: async (ctx) => {
-      const { inend, token } = await need().createInend(jsonBody(ctx));
-      audit.event('inend.create', ctx, { type: 'inend', name: nameOf(inend), uuid: inend.uuid });
+export function addScriptRoutes(router: Router, engine: EngineView, guards: { admin: Guard; pushToken: Guard }, audit: Audit): void {
+  router.group({ prefix: '/api/v1/inends', guard: guards.admin }, (g) => {
+    g.get('/list', () => engine.listInends());
+    g.get('/detail', (ctx) => engine.getInend(required(ctx.query, 'uuid')));
+    g.post('/create', async (ctx) => {
+      const { inend, token } = await engine.createInend(jsonBody(ctx));
+      audit.event('inend.create', ctx, { type: 'inend', name: inend.name, uuid: inend.uuid });
       const view = withUuid(inend);
       if (token !== undefined) view.token = token;
       return view;
-    },
-  });
-  add({ method: 'PUT', path: '/inends/update', handler: async (ctx) => (await need().updateInend(jsonBody(ctx))) ?? [] });
-  add({
-    method: 'DELETE',
-    path: '/inends/del',
-    handler: async (ctx) => {
+    });
+    g.put('/update', (ctx) => engine.updateInend(jsonBody(ctx)));
+    g.delete('/del', async (ctx) => {
       const uuid = required(ctx.query, 'uuid');
-      const inend = await need().getInend(uuid);
-      await need().deleteInend(uuid);
-      audit.event('inend.delete', ctx, { type: 'inend', name: nameOf(inend), uuid });
+      const inend = engine.getInend(uuid);
+      await engine.deleteInend(uuid);
+      audit.event('inend.delete', ctx, { type: 'inend', name: inend.name, uuid });
       return [];
-    },
+    });
   });
-  add({
-    method: 'POST',
-    path: '/inends/push',
-    // The token is checked here, before the body is read: a wrong-token body costs nothing, and each
-    // failure is counted at once, so concurrent bad requests meet the throttle. An unknown input answers
-    // like a wrong token, so input ids cannot be probed.
-    guard: (ctx) => {
-      const token = bearerToken(ctx);
-      if (token === undefined) {
-        throw new AuthError("missing push token: send the header Authorization: Bearer <the input's token>");
-      }
-      const uuid = required(ctx.query, 'uuid');
-      try {
-        need().authenticatePush(uuid, token);
-      } catch (err) {
-        if (!(err instanceof AuthError || err instanceof NotFoundError)) throw err;
-        limiter?.failed(ctx, 'push-token');
-        throw new AuthError(`wrong push token for input ${uuid} (or no such input)`);
-      }
-    },
-    handler: async (ctx) => {
-      const e = need();
+
+  router.group({ prefix: '/api/v1/inends', guard: guards.pushToken }, (g) => {
+    g.post('/push', async (ctx) => {
       const uuid = required(ctx.query, 'uuid');
       const payloads = pushPayloads(ctx);
-      const result = await e.push(uuid, payloads, { waitDurable: waitParam(ctx) });
+      const result = await engine.push(uuid, payloads, { waitDurable: waitParam(ctx) });
       if (result.storeReadOnly !== undefined) {
         // 503 so the client backs off; `kept` names the lines stored (written when space returns): resend only the others.
         throw new PushPartlyKeptError(
@@ -103,42 +68,31 @@ export function addScriptRoutes(router: Router, engine: EngineApi | undefined, g
         );
       }
       return result;
-    },
+    });
   });
 
-  // Rules
-  add({ method: 'GET', path: '/rules/list', handler: () => need().listRules() });
-  add({ method: 'GET', path: '/rules/detail', handler: (ctx) => need().getRule(required(ctx.query, 'uuid')) });
-  add({
-    method: 'POST',
-    path: '/rules/create',
-    handler: async (ctx) => {
-      const rule = await need().createRule(jsonBody(ctx));
-      audit.event('rule.create', ctx, { type: 'rule', name: nameOf(rule), uuid: rule.uuid });
+  router.group({ prefix: '/api/v1/rules', guard: guards.admin }, (g) => {
+    g.get('/list', () => engine.listRules());
+    g.get('/detail', (ctx) => engine.getRule(required(ctx.query, 'uuid')));
+    g.post('/create', async (ctx) => {
+      const rule = await engine.createRule(jsonBody(ctx));
+      audit.event('rule.create', ctx, { type: 'rule', name: rule.name, uuid: rule.uuid });
       return withUuid(rule);
-    },
-  });
-  add({
-    method: 'PUT',
-    path: '/rules/update',
-    handler: async (ctx) => {
+    });
+    g.put('/update', async (ctx) => {
       const body = jsonBody(ctx);
-      const rule = await need().updateRule(body);
-      audit.event('rule.update', ctx, { type: 'rule', name: nameOf(rule), uuid: String(body.uuid) });
-      return rule ?? [];
-    },
-  });
-  add({
-    method: 'DELETE',
-    path: '/rules/del',
-    handler: async (ctx) => {
+      const rule = await engine.updateRule(body);
+      audit.event('rule.update', ctx, { type: 'rule', name: rule.name, uuid: String(body.uuid) });
+      return rule;
+    });
+    g.delete('/del', async (ctx) => {
       const uuid = required(ctx.query, 'uuid');
-      const rule = await need().getRule(uuid);
-      await need().deleteRule(uuid);
-      audit.event('rule.delete', ctx, { type: 'rule', name: nameOf(rule), uuid });
+      const rule = engine.getRule(uuid);
+      await engine.deleteRule(uuid);
+      audit.event('rule.delete', ctx, { type: 'rule', name: rule.name, uuid });
       return [];
-    },
+    });
+    g.post('/validate', (ctx) => engine.validate(jsonBody(ctx)));
+    g.get('/stats', (ctx) => engine.ruleStats(required(ctx.query, 'uuid')));
   });
-  add({ method: 'POST', path: '/rules/validate', handler: (ctx) => need().validate(jsonBody(ctx)) });
-  add({ method: 'GET', path: '/rules/stats', handler: (ctx) => need().ruleStats(required(ctx.query, 'uuid')) });
 }

@@ -1,15 +1,17 @@
 /**
  * Builds the uWS app, registers every route and listens. `port: 0` picks a free port (tests).
  */
+import { ListenError } from '../errors.js';
 import { Audit, warnIfPlainNonLoopback } from './audit.js';
-import { adminGuard, bearerToken, type FailureLimiter, SecretSet } from './auth.js';
+import { adminGuard, dataSecretGuard, type FailureLimiter, pushTokenGuard, SecretSet } from './auth.js';
 import { ClientAddress } from './client-address.js';
 import { ConnectionGate } from './connections.js';
 import { addDatacenterRoutes } from './datacenter-routes.js';
-import type { EngineApi, HttpDeps, RegistryApi } from './deps.js';
+import type { HttpDeps } from './deps.js';
 import { createMetrics } from './metrics.js';
+import { addMonitorRoutes } from './monitor-routes.js';
 import { addQueryRoutes } from './query-routes.js';
-import { RawReply, Router } from './route.js';
+import { type RouteInfo, Router } from './router.js';
 import { addSchemaRoutes } from './schema-routes.js';
 import { addScriptRoutes } from './script-routes.js';
 import { findPublicDir, staticHandler } from './static.js';
@@ -22,8 +24,8 @@ export interface HttpServer {
   port: number;
   /** `https` when tls_cert_file and tls_key_file are set. */
   scheme: 'http' | 'https';
-  /** Every route: method and path (fuzzing, documentation). */
-  routes: ReadonlyArray<{ method: string; path: string }>;
+  /** Every route with the credential its guard asks for. */
+  routes: readonly RouteInfo[];
   /** Stops accepting connections; requests on open ones are still answered. */
   stopListening(): void;
   /**
@@ -37,19 +39,10 @@ const CLOSE_GRACE_MS = 5000;
 
 export const SERVICE_VERSION = '0.1.0';
 
-/** The port is taken or the address is not ours: a start-up problem, reported without a stack. */
-export class ListenError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'ListenError';
-  }
-}
-
 export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
   const { config, registry, engine, logger } = deps;
   // First: a wrong certificate or key stops the start before anything listens.
   const tls = await loadTls(config.http);
-  const startedAt = Date.now();
   const publicDir = findPublicDir();
   if (publicDir === undefined) logger.warn('UI directory src/ui/public not found: non-API paths answer 404');
 
@@ -72,41 +65,16 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
   };
   const connections = new ConnectionGate(config.http.maxConnections);
   const admin = adminGuard(new SecretSet([config.main.adminToken]), failures);
-  addQueryRoutes(router, registry, new SecretSet(config.main.secrets), failures);
+  addQueryRoutes(router, registry, dataSecretGuard(new SecretSet(config.main.secrets), failures));
   addSchemaRoutes(router, registry, admin, audit);
   addDatacenterRoutes(router, registry, config, admin, audit);
-  addScriptRoutes(router, engine, admin, audit, failures);
-  const metrics = createMetrics({ registry, engine, router, connections, throttle });
-  // The admin token, or the separate [main] metrics_token when one is configured.
-  const monitor = adminGuard(new SecretSet([config.main.adminToken, config.main.metricsToken]), failures, 'metrics or admin token');
-  router.add({
-    method: 'GET',
-    path: '/metrics',
-    guard: monitor,
-    handler: async () =>
-      new RawReply(
-        200,
-        { 'Content-Type': metrics.contentType, 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' },
-        await metrics.text(),
-      ),
-  });
-  router.add({
-    method: 'GET',
-    path: '/healthz',
-    // Open to monitors without a credential. The version, which tells an attacker which known flaws to
-    // try, only goes to a caller that presents the metrics or admin token, checked and throttled as on
-    // /metrics: a wrong one is a 401, so this is no quiet oracle for guessing tokens. Other schemes
-    // (a proxy's Basic auth passed through) get the anonymous answer.
-    guard: (ctx) => {
-      if (bearerToken(ctx) !== undefined) monitor(ctx);
-    },
-    handler: (ctx) => ({
-      ...health(registry, engine),
-      ...(bearerToken(ctx) === undefined ? {} : { version: SERVICE_VERSION }),
-      uptimeS: Math.floor((Date.now() - startedAt) / 1000),
-      models: registry.list().length,
-      scripts: engine === undefined ? 'off' : 'on',
-    }),
+  addScriptRoutes(router, engine, { admin, pushToken: pushTokenGuard(engine, failures) }, audit);
+  addMonitorRoutes(router, {
+    registry,
+    engine,
+    metrics: createMetrics({ registry, engine, router, connections, throttle }),
+    monitor: adminGuard(new SecretSet([config.main.adminToken, config.main.metricsToken]), failures, 'metrics or admin token'),
+    version: SERVICE_VERSION,
   });
 
   const app = createApp(tls);
@@ -164,30 +132,7 @@ function createApp(tls: TlsSetup | undefined): TemplatedApp {
   }
 }
 
-/** 127.0.0.0/8, ::1 and localhost; 0.0.0.0 and :: are every interface, so not loopback. */
 /** host:port as in a URL: an IPv6 address in brackets. */
 export function hostPort(host: string, port: number): string {
   return `${host.includes(':') ? `[${host}]` : host}:${port}`;
-}
-
-/**
- * `degraded` (still HTTP 200: the service answers) while a model is read-only or closed, or rules fail
- * for a worker fault (contract 19); each reason names what is affected.
- */
-function health(registry: RegistryApi, engine: EngineApi | undefined): { status: 'ok' | 'degraded'; reasons?: string[] } {
-  const reasons: string[] = [];
-  for (const model of registry.list()) {
-    if (!model.published) continue;
-    try {
-      const stats = registry.log(model.uuid).stats();
-      if (stats.state === 'read-only') {
-        const since = stats.readOnlySinceMs === undefined ? '' : ` since ${new Date(stats.readOnlySinceMs).toISOString()}`;
-        reasons.push(`model ${model.name} (${model.uuid}) is read-only${since}: ${stats.lastError ?? 'I/O error'}`);
-      }
-    } catch (err) {
-      reasons.push((err as Error).message);
-    }
-  }
-  reasons.push(...(engine?.faults() ?? []));
-  return reasons.length === 0 ? { status: 'ok' } : { status: 'degraded', reasons };
 }

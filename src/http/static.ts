@@ -9,7 +9,8 @@ import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { InvalidArgumentError } from '../errors.js';
-import { RawReply, type RequestCtx } from './route.js';
+import { RawReply } from './reply.js';
+import type { RequestCtx } from './request.js';
 
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',

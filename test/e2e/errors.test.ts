@@ -3,7 +3,8 @@
  * and server), a broken script shown at its line, and a script failing at run time in the rule's stats.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_TOKEN, api, setup, shot, signIn, type Env } from './harness.js';
+import { ADMIN } from '../support/service.js';
+import { api, setup, shot, signIn, type Env } from './harness.js';
 
 let env: Env;
 
@@ -30,12 +31,12 @@ describe('sign-in', () => {
     await page.getByRole('button', { name: 'Sign in' }).click();
     expect(await err.textContent()).toBe('Enter the admin token.');
     // the right one gets in; signing out forgets it
-    await page.getByLabel('Admin token').fill(ADMIN_TOKEN);
+    await page.getByLabel('Admin token').fill(ADMIN);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('button', { name: 'Sign out' }).waitFor();
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByLabel('Admin token').waitFor();
-    expect(await page.evaluate<string[]>('Object.values(sessionStorage)')).not.toContain(ADMIN_TOKEN);
+    expect(await page.evaluate<string[]>('Object.values(sessionStorage)')).not.toContain(ADMIN);
   });
 });
 
@@ -93,7 +94,7 @@ describe('attribute validation', () => {
 
     // publishing a model without attributes is refused with the server message (another model)
     const empty = await api<{ uuid: string }>(base, 'POST', 'schema/create', { name: 'empty', description: '' });
-    const res = await fetch(`${base}/api/v1/schema/publish?uuid=${empty.uuid}`, { method: 'POST', headers: { Authorization: `Bearer ${ADMIN_TOKEN}` } });
+    const res = await fetch(`${base}/api/v1/schema/publish?uuid=${empty.uuid}`, { method: 'POST', headers: { Authorization: `Bearer ${ADMIN}` } });
     expect(res.status).toBe(400);
   });
 });

@@ -1,21 +1,20 @@
 /**
- * End-to-end harness: the real service from dist/ on loopback (temp data dir, port 0, our own admin token
- * and secret) and Debian's headless Chromium driven by playwright-core (never a downloaded browser).
+ * End-to-end harness: the service started as every in-process test starts it (test/support/service.ts:
+ * temp data dir, loopback port 0, the test admin token, a data secret of its own) and Debian's headless
+ * Chromium driven by playwright-core (never a downloaded browser).
  * The pages are served with the strict Content-Security-Policy the UI must live with, and every request
  * the page makes must stay on the service's origin.
  */
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { copyFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import type { Config } from '../../src/config/types.js';
+import { ADMIN, startService, type TestService } from '../support/service.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const RESULTS = path.join(ROOT, 'test-results', 'ui');
 export const DOC_IMAGES = path.join(ROOT, 'docs', 'images');
-export const ADMIN_TOKEN = 'e2e-admin-token-4f1c';
-/** Has characters that must be URL-encoded, so the quick-request URLs are checked for real. */
+/** Has characters that must be URL-encoded (a space, `&`, `=`, `/`, `+`), so the quick-request URLs are checked for real. */
 export const SECRET = 'e2e s3cr&t=1/+';
 export const CSP = "default-src 'self'";
 
@@ -25,8 +24,6 @@ export const CHROMIUM_ARGS = [
   '--disable-background-networking', '--disable-component-update', '--disable-sync',
 ];
 
-export interface RunningService { host?: string; port: number; stop(): Promise<void> }
-
 export interface Env {
   base: string;
   browser: Browser;
@@ -34,35 +31,18 @@ export interface Env {
   page: Page;
   /** Console errors, page errors, CSP violations and off-origin requests seen so far. */
   problems: string[];
-  dataDir: string;
   close(): Promise<void>;
 }
 
-/** The service from dist/ on 127.0.0.1, port 0, with the harness credentials and default limits. */
-export async function startServer(dataDir: string): Promise<RunningService> {
-  const serverJs = path.join(ROOT, 'dist', 'server.js');
-  const configJs = path.join(ROOT, 'dist', 'config', 'index.js');
-  if (!existsSync(serverJs)) throw new Error('dist/server.js is missing: run `npm run build` first (npm run test:e2e does)');
-  const { startService } = await import(pathToFileURL(serverJs).href);
-  const { loadConfig } = await import(pathToFileURL(configJs).href);
-  const { default: pino } = await import('pino');
-  const loaded = await loadConfig({ env: { EDGE_DATACENTER_MAIN_DATA_DIR: dataDir } });
-  const config = loaded.config as Config;
-  config.main.dataDir = dataDir;
-  config.main.adminToken = ADMIN_TOKEN;
-  config.main.secrets = [SECRET];
-  config.main.logLevel = 'silent';
-  config.http.host = '127.0.0.1';
-  config.http.port = 0;
-  config.scripts.workers = 1;
-  return (await startService(config, pino({ level: 'silent' }))) as RunningService;
+/** The service with the harness secret and default limits. */
+export function startServer(): Promise<TestService> {
+  return startService({ secrets: [SECRET], logLevel: 'silent' });
 }
 
 /** Start the service and a browser page on it (expected 400/401/409 resource errors are not counted as problems). */
 export async function setup(): Promise<Env> {
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'edc-e2e-'));
-  const service = await startServer(dataDir);
-  const base = `http://127.0.0.1:${service.port}`;
+  const service = await startServer();
+  const base = service.base;
   const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
   const context = await browser.newContext({ viewport: { width: 1280, height: 860 }, acceptDownloads: true, locale: 'en-US', timezoneId: 'UTC' });
   const problems: string[] = [];
@@ -86,11 +66,10 @@ export async function setup(): Promise<Env> {
   });
   mkdirSync(RESULTS, { recursive: true });
   return {
-    base, browser, context, page, problems, dataDir,
+    base, browser, context, page, problems,
     async close() {
       await browser.close().catch(() => undefined);
-      await service.stop();
-      rmSync(dataDir, { recursive: true, force: true });
+      await service.close();
     },
   };
 }
@@ -109,7 +88,7 @@ export async function shot(page: Page, name: string, opts: { fullPage?: boolean;
   return file;
 }
 
-export async function signIn(page: Page, base: string, token = ADMIN_TOKEN): Promise<void> {
+export async function signIn(page: Page, base: string, token = ADMIN): Promise<void> {
   await page.goto(`${base}/`);
   await page.evaluate('sessionStorage.clear()');
   await page.reload();
@@ -121,7 +100,7 @@ export async function signIn(page: Page, base: string, token = ADMIN_TOKEN): Pro
 export async function api<T = unknown>(base: string, method: string, pathAndQuery: string, body?: unknown): Promise<T> {
   const res = await fetch(`${base}/api/v1/${pathAndQuery}`, {
     method,
-    headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
+    headers: { Authorization: `Bearer ${ADMIN}`, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const json = (await res.json()) as { code: number; msg: string; data: T };

@@ -4,7 +4,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
-import { ADMIN_TOKEN, api, setup, type Env } from './harness.js';
+import { ADMIN } from '../support/service.js';
+import { api, setup, type Env } from './harness.js';
 
 let env: Env;
 
@@ -43,7 +44,7 @@ describe('keyboard and labels', () => {
 
     await page.goto(`${base}/`);
     expect(await page.evaluate<string | null>('document.activeElement && document.activeElement.id')).toBe('token');
-    await page.keyboard.type(ADMIN_TOKEN);
+    await page.keyboard.type(ADMIN);
     await page.keyboard.press('Enter');
     await page.getByRole('button', { name: 'Sign out' }).waitFor();
     expect(await unnamedControls(page)).toEqual([]);

@@ -8,16 +8,13 @@
  * the wrong ones keep getting 401 or 429.
  */
 import http from 'node:http';
-import { mkdtempSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_TOKEN, api, CHROMIUM, CHROMIUM_ARGS, SECRET, startServer, type RunningService } from './harness.js';
+import { ADMIN, type TestService } from '../support/service.js';
+import { api, CHROMIUM, CHROMIUM_ARGS, SECRET, startServer } from './harness.js';
 
-let dataDir: string;
-let service: RunningService;
+let service: TestService;
 let base: string;
 let attackerSite: http.Server;
 let attackerOrigin: string;
@@ -48,9 +45,8 @@ window.flood = setInterval(fire, 100);
 }
 
 beforeAll(async () => {
-  dataDir = mkdtempSync(path.join(tmpdir(), 'edc-e2e-lockout-'));
-  service = await startServer(dataDir);
-  base = `http://127.0.0.1:${service.port}`;
+  service = await startServer();
+  base = service.base;
   ({ uuid: model } = await api<{ uuid: string }>(base, 'POST', 'schema/create', { name: 'lockout', description: 'e2e' }));
   await api(base, 'POST', 'schema/properties/create', {
     schemaId: model, name: 'temp', label: 'temp', type: 'FLOAT', rw: 'R', unit: '', description: '',
@@ -69,8 +65,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close().catch(() => undefined);
   await new Promise((resolve) => attackerSite?.close(resolve));
-  await service?.stop();
-  rmSync(dataDir, { recursive: true, force: true });
+  await service?.close();
 });
 
 const secretQuery = (secret: string): string =>
@@ -98,7 +93,7 @@ describe('a page on another site cannot lock the administrator out', () => {
     const wrongFromTest: number[] = [];
     for (let i = 0; i < 20; i++) {
       const firedBefore = await hostile.evaluate<number>('window.fired');
-      fromTest.push((await fetch(`${base}/api/v1/schema/list`, { headers: { Authorization: `Bearer ${ADMIN_TOKEN}` } })).status);
+      fromTest.push((await fetch(`${base}/api/v1/schema/list`, { headers: { Authorization: `Bearer ${ADMIN}` } })).status);
       fromTest.push((await fetch(secretQuery(SECRET))).status);
       wrongFromTest.push((await fetch(secretQuery(`test-guess-${i}`))).status);
       const tab = await adminTab.evaluate(
@@ -107,7 +102,7 @@ describe('a page on another site cannot lock the administrator out', () => {
           const data = await fetch(`/api/v1/datacenter/queryLastData?uuid=${uuid}`, { headers: { 'X-Api-Secret': secret } });
           return [admin.status, data.status];
         },
-        { token: ADMIN_TOKEN, secret: SECRET, uuid: model },
+        { token: ADMIN, secret: SECRET, uuid: model },
       );
       fromTab.push(...tab);
       // interleaved: the flood went on between these requests

@@ -5,7 +5,8 @@
  * secret in X-Api-Secret, and the downloads come from blob: URLs (a link cannot carry a header).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_TOKEN, SECRET, api, setup, signIn, type Env } from './harness.js';
+import { ADMIN } from '../support/service.js';
+import { SECRET, api, setup, signIn, type Env } from './harness.js';
 
 interface Seen {
   url: string;
@@ -79,10 +80,10 @@ describe('secrets stay out of URLs', () => {
     const requests = await Promise.all(seen);
     const encodings = [SECRET, encodeURIComponent(SECRET), new URLSearchParams({ s: SECRET }).toString().slice(2)];
     for (const { url } of requests) {
-      for (const form of [...encodings, ADMIN_TOKEN]) expect(url, `a request URL holds a credential: ${url}`).not.toContain(form);
+      for (const form of [...encodings, ADMIN]) expect(url, `a request URL holds a credential: ${url}`).not.toContain(form);
       expect(url).not.toMatch(/[?&](secrets?|token)=/);
     }
-    for (const url of pageUrls) for (const form of [...encodings, ADMIN_TOKEN]) expect(url).not.toContain(form);
+    for (const url of pageUrls) for (const form of [...encodings, ADMIN]) expect(url).not.toContain(form);
 
     const queries = requests.filter((r) => /\/api\/v1\/datacenter\/query(DataList|LastData)\?/.test(r.url));
     expect(queries.length).toBeGreaterThanOrEqual(8);
@@ -92,7 +93,7 @@ describe('secrets stay out of URLs', () => {
     }
     const exports = requests.filter((r) => r.url.includes('/api/v1/datacenter/exportData?'));
     expect(exports).toHaveLength(2);
-    for (const e of exports) expect(e.headers.authorization).toBe(`Bearer ${ADMIN_TOKEN}`);
+    for (const e of exports) expect(e.headers.authorization).toBe(`Bearer ${ADMIN}`);
 
     expect(env.problems).toEqual([]);
   });

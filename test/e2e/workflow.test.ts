@@ -5,7 +5,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_TOKEN, SECRET, api, setup, shot, signIn, type Env } from './harness.js';
+import { ADMIN } from '../support/service.js';
+import { SECRET, api, setup, shot, signIn, type Env } from './harness.js';
 
 let env: Env;
 
@@ -26,8 +27,8 @@ describe('working order', () => {
     await shot(page, '01-sign-in', { doc: 'sign-in' });
     await signIn(page, base);
     await expect.poll(() => page.getByRole('heading', { name: 'Working order' }).isVisible()).toBe(true);
-    expect(page.url()).not.toContain(ADMIN_TOKEN);
-    expect(await page.evaluate<string[]>('Object.values(sessionStorage)')).toContain(ADMIN_TOKEN);
+    expect(page.url()).not.toContain(ADMIN);
+    expect(await page.evaluate<string[]>('Object.values(sessionStorage)')).toContain(ADMIN);
 
     // --- a model from the quick-select template, with the preview of its attributes
     await page.getByRole('link', { name: '+ New model' }).first().click();

@@ -15,7 +15,8 @@ import { join } from 'node:path';
 import { defaultConfigText, loadConfig } from '../../src/config/index.js';
 import { checkRecord } from '../../src/models/record-check.js';
 import { openData } from '../../src/server.js';
-import { parseCsv, testConfig } from './helpers.js';
+import { parseCsv } from '../support/client.js';
+import { writeTestConfig } from '../support/service.js';
 
 const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
 
@@ -42,7 +43,7 @@ describe('cli', () => {
   });
 
   it('serve starts, logs a start-up summary with ISO times, answers /healthz, and exits 0 on SIGTERM', async () => {
-    const { dir, file } = await testConfig();
+    const { dir, file } = await writeTestConfig();
     await writeFile(file, (await readFile(file, 'utf8')).replace('log_level = silent', 'log_level = info'));
     const child = spawn(process.execPath, [CLI, 'serve', '--config', file], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
@@ -83,7 +84,7 @@ describe('cli', () => {
   });
 
   it('export writes the store read path to a file (CSV, JSONL and XLSX) and exits 0', async () => {
-    const { dir, file } = await testConfig();
+    const { dir, file } = await writeTestConfig();
     try {
       const { config } = await loadConfig({ file, env: {} });
       const { store, registry } = await openData(config);

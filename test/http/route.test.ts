@@ -6,7 +6,8 @@
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NotFoundError, PushPartlyKeptError, UnavailableError } from '../../src/errors.js';
-import { RawReply, Router, StreamReply } from '../../src/http/route.js';
+import { RawReply, StreamReply } from '../../src/http/reply.js';
+import { PUBLIC, Router } from '../../src/http/router.js';
 import uWS, { type us_listen_socket } from '../../src/http/uws.js';
 
 let base: string;
@@ -21,49 +22,40 @@ beforeAll(async () => {
     bodyBytesMax: 1024,
     fallback: () => new RawReply(404, { 'Content-Type': 'text/plain' }, 'nothing here'),
   });
-  router
-    .add({ method: 'GET', path: '/api/throw', handler: () => { throw new TypeError('secret internals'); } })
-    .add({ method: 'GET', path: '/api/reject', handler: async () => { throw new Error('boom'); } })
-    .add({
-      method: 'GET',
-      path: '/api/late',
-      handler: async () => {
-        await new Promise((r) => setTimeout(r, 20));
-        (undefined as unknown as { x: number }).x;
-        return 1;
-      },
-    })
-    .add({ method: 'GET', path: '/api/edge', handler: () => { throw new NotFoundError('no such thing'); } })
-    .add({ method: 'GET', path: '/api/busy', handler: () => { throw new UnavailableError('queue full', 3); } })
-    .add({ method: 'GET', path: '/api/kept', handler: () => { throw new PushPartlyKeptError('read-only', { accepted: 2, failed: 1, kept: [1, 3] }); } })
-    .add({ method: 'GET', path: '/api/slow', handler: () => new Promise((r) => setTimeout(() => r({ ok: true }), 300)) })
-    .add({ method: 'POST', path: '/api/echo', handler: (ctx) => ({ bytes: ctx.body.length, text: ctx.body.toString() }) })
-    .add({
-      method: 'GET',
-      path: '/api/stream',
-      handler: () =>
-        new StreamReply({ 'Content-Type': 'text/plain' }, async (sink) => {
-          const line = `${'y'.repeat(1023)}\n`;
-          for (let i = 0; i < 4_000; i++) {
-            if (sink.aborted) {
-              streamFinished = 'aborted';
-              return;
-            }
-            streamedChunks++;
-            if (!sink.write(line.repeat(16))) await sink.drain();
-          }
-          streamFinished = 'done';
-        }),
-    })
-    .add({
-      method: 'GET',
-      path: '/api/stream-fail',
-      handler: () =>
-        new StreamReply({}, async (sink) => {
-          sink.write('partial');
-          throw new Error('disk gone');
-        }),
+  router.group({ prefix: '/api', guard: PUBLIC }, (g) => {
+    g.get('/throw', () => { throw new TypeError('secret internals'); });
+    g.get('/reject', async () => { throw new Error('boom'); });
+    g.get('/late', async () => {
+      await new Promise((r) => setTimeout(r, 20));
+      (undefined as unknown as { x: number }).x;
+      return 1;
     });
+    g.get('/edge', () => { throw new NotFoundError('no such thing'); });
+    g.get('/busy', () => { throw new UnavailableError('queue full', 3); });
+    g.get('/kept', () => { throw new PushPartlyKeptError('read-only', { accepted: 2, failed: 1, kept: [1, 3] }); });
+    g.get('/slow', () => new Promise((r) => setTimeout(() => r({ ok: true }), 300)));
+    g.post('/echo', (ctx) => ({ bytes: ctx.body.length, text: ctx.body.toString() }));
+    g.get('/stream', () =>
+      new StreamReply({ 'Content-Type': 'text/plain' }, async (sink) => {
+        const line = `${'y'.repeat(1023)}\n`;
+        for (let i = 0; i < 4_000; i++) {
+          if (sink.aborted) {
+            streamFinished = 'aborted';
+            return;
+          }
+          streamedChunks++;
+          if (!sink.write(line.repeat(16))) await sink.drain();
+        }
+        streamFinished = 'done';
+      }),
+    );
+    g.get('/stream-fail', () =>
+      new StreamReply({}, async (sink) => {
+        sink.write('partial');
+        throw new Error('disk gone');
+      }),
+    );
+  });
   const app = uWS.App();
   router.attach(app);
   socket = await new Promise((resolve, reject) =>

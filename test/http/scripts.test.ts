@@ -1,16 +1,13 @@
 /**
- * Inputs, push and rules over HTTP, with the full service wiring (startService: store, registry,
- * script engine with real worker threads, HTTP): RHILEX's sample script stores what is pushed.
+ * Inputs, push and rules over HTTP, with the full service wiring (store, registry, script engine with
+ * real worker threads, HTTP): RHILEX's sample script stores what is pushed.
  */
-import { readFile, rm } from 'node:fs/promises';
-import { pino } from 'pino';
+import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/index.js';
-import { startService, type RunningService } from '../../src/server.js';
-import { call, query, testConfig } from './helpers.js';
+import { call, query } from '../support/client.js';
+import { ADMIN, startService, type TestService } from '../support/service.js';
 
-let service: RunningService;
-let dir: string;
+let service: TestService;
 let base: string;
 let model: string;
 let inend: string;
@@ -33,11 +30,8 @@ async function push(body: string, init: { token?: string; type?: string } = {}) 
 }
 
 beforeAll(async () => {
-  const cfg = await testConfig();
-  dir = cfg.dir;
-  const { config } = await loadConfig({ file: cfg.file, env: {} });
-  service = await startService(config, pino({ level: process.env.EDC_TEST_LOG ?? 'silent' }));
-  base = `http://127.0.0.1:${service.port}`;
+  service = await startService({ logLevel: 'silent' });
+  base = service.base;
 
   model = (await call(base, '/api/v1/schema/create', { method: 'POST', body: { name: 'water' } })).body.data.uuid;
   for (const name of ATTRS) {
@@ -64,8 +58,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  await service?.stop();
-  await rm(dir, { recursive: true, force: true });
+  await service?.close();
 });
 
 describe('inputs and rules over HTTP', () => {
@@ -100,7 +93,7 @@ describe('inputs and rules over HTTP', () => {
     const none = await call(base, `/api/v1/inends/push?uuid=${inend}`, { method: 'POST', body: '[]', token: null });
     expect(none.status).toBe(401);
     expect((await push('[]', { token: 'wrong' })).status).toBe(401);
-    expect((await push('[]', { token: 'admin-token-0123456789abcdef' })).status).toBe(401);
+    expect((await push('[]', { token: ADMIN })).status).toBe(401);
     expect((await push('')).status).toBe(400);
     expect((await push('\n \n', { type: 'application/x-ndjson' })).status).toBe(400);
     const missing = await call(base, '/api/v1/inends/push', { method: 'POST', body: '[]', token });

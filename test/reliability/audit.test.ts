@@ -8,7 +8,8 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Audit, isLoopbackHost, warnIfPlainNonLoopback } from '../../src/http/audit.js';
-import { admin, ADMIN, bearer, type LogLine, publishedModel, raw, SECRET, type Service, startService } from './helpers.js';
+import { admin, bearer, publishedModel, raw } from '../support/client.js';
+import { ADMIN, type LogLine, SECRET, type TestService, startService } from '../support/service.js';
 
 const auditLines = (logs: readonly LogLine[], action?: string): LogLine[] =>
   logs.filter((l) => typeof l.audit === 'string' && (action === undefined || l.audit === action));
@@ -25,7 +26,7 @@ function memoryLogger(): { logger: pino.Logger; lines: LogLine[] } {
 }
 
 describe('admin actions are audited with client, action, object name and uuid', () => {
-  let svc: Service;
+  let svc: TestService;
   let model: string;
   let startedAt: number;
   beforeAll(async () => {
@@ -153,8 +154,8 @@ describe('start-up warning for plain HTTP on a non-loopback host', () => {
   });
 
   it('the real server warns at start on 0.0.0.0, not on 127.0.0.1', async () => {
-    const open = await startService({ engine: false, ini: { 'plugin.http_server': ['host = 0.0.0.0'] } });
-    const loop = await startService({ engine: false });
+    const open = await startService({ ini: { 'plugin.http_server': ['host = 0.0.0.0'] } });
+    const loop = await startService();
     try {
       expect(auditLines(open.logs, 'start.plain-http')).toEqual([expect.objectContaining({ level: 40, host: '0.0.0.0' })]);
       expect(auditLines(loop.logs, 'start.plain-http')).toHaveLength(0);

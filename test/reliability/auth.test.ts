@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SecretSet } from '../../src/http/auth.js';
 import { TooManyRequestsError } from '../../src/errors.js';
 import { AuthThrottle, type CredentialKind, THROTTLE_WINDOW_MAX_S } from '../../src/http/throttle.js';
-import { ADMIN, bearer, publishedModel, raw, SECRET, type Service, startService } from './helpers.js';
+import { bearer, publishedModel, raw } from '../support/client.js';
+import { ADMIN, SECRET, type TestService, startService } from '../support/service.js';
 
 describe('SecretSet (constant-time comparison, functionally)', () => {
   it('accepts every configured value and nothing else', () => {
@@ -102,7 +103,7 @@ describe('AuthThrottle (token bucket per address and credential kind)', () => {
 });
 
 describe('throttling over HTTP: only wrong credentials are slowed down, never a right one', () => {
-  let svc: Service;
+  let svc: TestService;
   let model: string;
   let inend: string;
   let pushToken: string;
@@ -194,7 +195,7 @@ describe('throttling over HTTP: only wrong credentials are slowed down, never a 
 });
 
 describe('push tokens are checked before the body is read', () => {
-  let svc: Service;
+  let svc: TestService;
   let inend: string;
   beforeAll(async () => {
     svc = await startService({ logLevel: 'silent' });

@@ -11,7 +11,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UWS_HEADER_BYTES_MAX } from '../../src/http/uws.js';
-import { ADMIN, admin, bearer, publishedModel, raw, type RawAnswer, SECRET, type Service, STACK_LIKE, startService } from './helpers.js';
+import { admin, bearer, publishedModel, raw, type RawAnswer, STACK_LIKE } from '../support/client.js';
+import { ADMIN, SECRET, SHORT_LUA_LIMITS, type TestService, startService } from '../support/service.js';
 import { prng } from '../support/prng.js';
 
 const CASES = Number(process.env.FUZZ_CASES ?? 10_000);
@@ -28,7 +29,7 @@ function pick<T>(items: readonly T[]): T {
   return items[int(items.length)];
 }
 
-let svc: Service;
+let svc: TestService;
 /** Real identifiers, so that cases reach past "not found" into the handlers. */
 const ids = { model: [] as string[], attr: [] as string[], rule: [] as string[], inend: [] as string[] };
 let pushToken = '';
@@ -352,7 +353,7 @@ beforeAll(async () => {
   svc = await startService({
     ini: {
       'plugin.http_server': [`body_bytes_max = ${BODY_MAX}`, `url_bytes_max = ${URL_MAX}`, 'auth_failures_per_minute = 0'],
-      scripts: ['queue_max = 100000'],
+      scripts: ['queue_max = 100000', ...SHORT_LUA_LIMITS],
     },
     logLevel: 'warn',
   });

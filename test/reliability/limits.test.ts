@@ -6,12 +6,13 @@
  */
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN, bearer, raw, type Service, startService } from './helpers.js';
+import { bearer, raw } from '../support/client.js';
+import { ADMIN, type TestService, startService } from '../support/service.js';
 
-let svc: Service;
+let svc: TestService;
 
 beforeAll(async () => {
-  svc = await startService({ engine: false, ini: { 'plugin.http_server': ['max_connections = 4', 'body_bytes_max = 4096', 'url_bytes_max = 2048'] } });
+  svc = await startService({ ini: { 'plugin.http_server': ['max_connections = 4', 'body_bytes_max = 4096', 'url_bytes_max = 2048'] } });
 });
 afterAll(async () => svc?.close());
 

@@ -5,9 +5,10 @@
  * The sandbox itself is tested in depth in test/scripts/sandbox.test.ts and engine.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { admin, bearer, publishedModel, raw, SECRET, type Service, startService } from './helpers.js';
+import { admin, bearer, publishedModel, raw } from '../support/client.js';
+import { SECRET, SHORT_LUA_LIMITS, type TestService, startService } from '../support/service.js';
 
-let svc: Service;
+let svc: TestService;
 let model: string;
 let inend: string;
 let token: string;
@@ -21,7 +22,7 @@ const SCRIPTS: Record<string, string> = {
 };
 
 beforeAll(async () => {
-  svc = await startService({ logLevel: 'silent' });
+  svc = await startService({ logLevel: 'silent', ini: { scripts: SHORT_LUA_LIMITS } });
   model = await publishedModel(svc.port, 'lua', ['temp']);
   const created = await admin(svc.port, 'POST', '/api/v1/inends/create', { name: 'in', type: 'HTTP', description: '' });
   inend = created.body.data.uuid;

@@ -7,13 +7,15 @@ import { pino } from 'pino';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UnavailableError } from '../../src/errors.js';
-import { RawReply, Router } from '../../src/http/route.js';
+import { RawReply } from '../../src/http/reply.js';
+import { PUBLIC, Router } from '../../src/http/router.js';
 import uWS, { type us_listen_socket } from '../../src/http/uws.js';
 import { LatencyHistogram } from '../../src/store/latency.js';
-import { ADMIN, admin, bearer, publishedModel, raw, type Service, SECRET, startService } from './helpers.js';
+import { admin, bearer, publishedModel, raw } from '../support/client.js';
+import { ADMIN, type TestService, SECRET, startService } from '../support/service.js';
 
 describe('GET /metrics', () => {
-  let svc: Service;
+  let svc: TestService;
   let model: string;
   let inend: string;
   let rule: string;
@@ -114,9 +116,10 @@ describe('log levels', () => {
       bodyBytesMax: 1024,
       fallback: () => new RawReply(404, {}, ''),
     });
-    router
-      .add({ method: 'GET', path: '/api/bug', handler: () => { throw new TypeError('internal detail xyz'); } })
-      .add({ method: 'GET', path: '/api/busy', handler: () => { throw new UnavailableError('queue full', 2); } });
+    router.group({ prefix: '/api', guard: PUBLIC }, (g) => {
+      g.get('/bug', () => { throw new TypeError('internal detail xyz'); });
+      g.get('/busy', () => { throw new UnavailableError('queue full', 2); });
+    });
     const app = uWS.App();
     router.attach(app);
     socket = await new Promise((resolve, reject) => app.listen('127.0.0.1', 0, (s) => (s === false ? reject(new Error('listen')) : resolve(s))));

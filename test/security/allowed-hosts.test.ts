@@ -6,13 +6,13 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hostOfHeader } from '../../src/http/allowed-hosts.js';
-import { ADMIN, bearer, raw, startService, type Service } from '../reliability/helpers.js';
+import { bearer, raw } from '../support/client.js';
+import { ADMIN, startService, type TestService } from '../support/service.js';
 
 describe('allowed_hosts set', () => {
-  let svc: Service;
+  let svc: TestService;
   beforeAll(async () => {
     svc = await startService({
-      engine: false,
       ini: { 'plugin.http_server': ['allowed_hosts = gateway.plant.local, 127.0.0.1, [::1]', 'auth_failures_per_minute = 2'] },
     });
   });
@@ -57,7 +57,7 @@ describe('allowed_hosts set', () => {
 
 describe('allowed_hosts not set', () => {
   it('every Host is served', async () => {
-    const svc = await startService({ engine: false });
+    const svc = await startService();
     try {
       const r = await raw(svc.port, { path: '/api/v1/schema/list', headers: { Host: 'evil.example', ...bearer(ADMIN) } });
       expect(r.status).toBe(200);

@@ -7,8 +7,8 @@
 import ExcelJS from 'exceljs';
 import JSZip from 'jszip';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseCsv } from '../http/helpers.js';
-import { admin, bearer, raw, type Service, startService } from '../reliability/helpers.js';
+import { admin, bearer, parseCsv, raw } from '../support/client.js';
+import { type TestService, startService } from '../support/service.js';
 
 /** [stored value, expected CSV cell by default]. */
 const CASES: Array<[string, string]> = [
@@ -36,7 +36,7 @@ const RULE = (model: string): string => `Actions = {
     end
 }`;
 
-let svc: Service;
+let svc: TestService;
 let model: string;
 
 async function exportOf(query: string): Promise<{ status: number; text: string; body: any }> {
@@ -128,7 +128,7 @@ describe('CSV export and spreadsheet formulas', () => {
     expect(sheetXml).not.toMatch(/<f[ >]/);
     expect(sheetXml).toContain('t="inlineStr"');
     const book = new ExcelJS.Workbook();
-    await book.xlsx.load(bytes);
+    await book.xlsx.load(bytes as unknown as ArrayBuffer);
     const sheet = book.worksheets[0];
     expect(sheet.name).toBe('formulas');
     const text = (v: ExcelJS.CellValue): unknown => (v !== null && typeof v === 'object' && 'richText' in v ? v.richText.map((t) => t.text).join('') : v);

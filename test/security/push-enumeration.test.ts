@@ -5,11 +5,12 @@
  * (Linux routes all of 127/8 to lo), so the throttle of one part does not touch another.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { admin, bearer, raw, type RawAnswer, type Service, startService } from '../reliability/helpers.js';
+import { admin, bearer, raw, type RawAnswer } from '../support/client.js';
+import { type TestService, startService } from '../support/service.js';
 
 const FAILURES_PER_MINUTE = 4;
 
-let svc: Service;
+let svc: TestService;
 let known: string;
 
 async function createInput(name: string): Promise<string> {

@@ -12,8 +12,8 @@ import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN, startService as startInProcess } from '../reliability/helpers.js';
-import { cliPath, configIn, startService } from '../reliability/support/service.mjs';
+import { startService as startInProcess } from '../support/service.js';
+import { ADMIN, cliPath, configIn, startService } from '../reliability/support/service.mjs';
 import { makeTlsFiles, type TlsFiles } from './tls-files.js';
 
 let tmp: string;
@@ -99,7 +99,6 @@ describe('built-in TLS', () => {
 
   it('an encrypted key opens with tls_key_passphrase_file', async () => {
     const svc = await startInProcess({
-      engine: false,
       ini: { 'plugin.http_server': [`tls_cert_file = ${tls.cert}`, `tls_key_file = ${tls.encryptedKey}`, `tls_key_passphrase_file = ${tls.passphrase}`] },
     });
     try {
@@ -110,7 +109,7 @@ describe('built-in TLS', () => {
   });
 
   it('an expired certificate still starts (the UI may be needed to fix things) with a warning naming it', async () => {
-    const svc = await startInProcess({ engine: false, ini: { 'plugin.http_server': [`tls_cert_file = ${tls.expiredCert}`, `tls_key_file = ${tls.key}`] } });
+    const svc = await startInProcess({ ini: { 'plugin.http_server': [`tls_cert_file = ${tls.expiredCert}`, `tls_key_file = ${tls.key}`] } });
     try {
       const warnings = svc.logs.filter((l) => l.level === 40).map((l) => l.msg);
       expect(warnings).toEqual([`the certificate in ${tls.expiredCert} expired on Jan  2 00:00:00 2020 GMT: clients will refuse it`]);
@@ -140,7 +139,7 @@ describe('the start-up warning about plain HTTP', () => {
   const plainWarnings = (logs: Array<{ level: number; msg: string }>) => logs.filter((l) => l.msg.startsWith('serving plain HTTP'));
 
   it('plain HTTP on every interface (0.0.0.0) warns once, naming the address and the way out', async () => {
-    const svc = await startInProcess({ engine: false, ini: { 'plugin.http_server': ['host = 0.0.0.0'] } });
+    const svc = await startInProcess({ ini: { 'plugin.http_server': ['host = 0.0.0.0'] } });
     try {
       const warnings = plainWarnings(svc.logs);
       expect(warnings).toHaveLength(1);
@@ -155,9 +154,8 @@ describe('the start-up warning about plain HTTP', () => {
   });
 
   it('loopback without TLS, and every interface with TLS, do not warn', async () => {
-    const loopback = await startInProcess({ engine: false });
+    const loopback = await startInProcess();
     const withTls = await startInProcess({
-      engine: false,
       ini: { 'plugin.http_server': ['host = 0.0.0.0', `tls_cert_file = ${tls.cert}`, `tls_key_file = ${tls.key}`] },
     });
     try {

@@ -5,19 +5,20 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClientAddress } from '../../src/http/client-address.js';
-import { bearer, raw, startService, type Service } from '../reliability/helpers.js';
+import { bearer, raw } from '../support/client.js';
+import { startService, type TestService } from '../support/service.js';
 
 /** A wrong admin token from `localAddress`, with the given X-Forwarded-For. */
-async function wrongToken(svc: Service, localAddress: string, forwardedFor?: string | string[]): Promise<number> {
+async function wrongToken(svc: TestService, localAddress: string, forwardedFor?: string | string[]): Promise<number> {
   const headers: Record<string, string | string[]> = bearer('wrong-token');
   if (forwardedFor !== undefined) headers['X-Forwarded-For'] = forwardedFor;
   return (await raw(svc.port, { path: '/api/v1/schema/list', localAddress, headers })).status;
 }
 
 describe('trusted_proxies set', () => {
-  let svc: Service;
+  let svc: TestService;
   beforeAll(async () => {
-    svc = await startService({ engine: false, ini: { 'plugin.http_server': ['trusted_proxies = 127.0.0.1', 'auth_failures_per_minute = 2'] } });
+    svc = await startService({ ini: { 'plugin.http_server': ['trusted_proxies = 127.0.0.1', 'auth_failures_per_minute = 2'] } });
   });
   afterAll(() => svc.close());
 
@@ -41,7 +42,7 @@ describe('trusted_proxies set', () => {
 
 describe('trusted_proxies not set', () => {
   it('X-Forwarded-For is ignored: every request counts against the peer', async () => {
-    const svc = await startService({ engine: false, ini: { 'plugin.http_server': ['auth_failures_per_minute = 2'] } });
+    const svc = await startService({ ini: { 'plugin.http_server': ['auth_failures_per_minute = 2'] } });
     try {
       expect(await wrongToken(svc, '127.0.0.3', '10.0.1.1')).toBe(401);
       expect(await wrongToken(svc, '127.0.0.3', '10.0.1.2')).toBe(401);

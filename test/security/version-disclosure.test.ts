@@ -8,14 +8,15 @@
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SERVICE_VERSION } from '../../src/http/server.js';
-import { ADMIN, bearer, raw, type RawAnswer, type RawRequest, SECRET, type Service, startService } from '../reliability/helpers.js';
+import { bearer, raw, type RawAnswer, type RawRequest } from '../support/client.js';
+import { ADMIN, SECRET, type TestService, startService } from '../support/service.js';
 
 const METRICS_TOKEN = 'metrics-token-0123456789';
 
-let svc: Service;
+let svc: TestService;
 
 beforeAll(async () => {
-  svc = await startService({ engine: false, logLevel: 'silent', ini: { main: [`metrics_token = ${METRICS_TOKEN}`] } });
+  svc = await startService({ logLevel: 'silent', ini: { main: [`metrics_token = ${METRICS_TOKEN}`] } });
 });
 
 afterAll(async () => svc?.close());
@@ -77,11 +78,11 @@ describe('version disclosure', () => {
   it('/healthz shows the version to the admin or metrics token only; a wrong token is a 401', async () => {
     const anonymous = await raw(svc.port, { path: '/healthz' });
     expect(anonymous.status).toBe(200);
-    expect(anonymous.body.data).toEqual({ status: 'ok', uptimeS: expect.any(Number), models: 0, scripts: 'off' });
+    expect(anonymous.body.data).toEqual({ status: 'ok', uptimeS: expect.any(Number), models: 0, scripts: 'on' });
     for (const token of [ADMIN, METRICS_TOKEN]) {
       const r = await raw(svc.port, { path: '/healthz', headers: bearer(token) });
       expect(r.status).toBe(200);
-      expect(r.body.data).toEqual({ status: 'ok', version: SERVICE_VERSION, uptimeS: expect.any(Number), models: 0, scripts: 'off' });
+      expect(r.body.data).toEqual({ status: 'ok', version: SERVICE_VERSION, uptimeS: expect.any(Number), models: 0, scripts: 'on' });
     }
     const wrong = await raw(svc.port, { path: '/healthz', headers: bearer('not-the-token') });
     expect(wrong.status).toBe(401);

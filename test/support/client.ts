@@ -1,95 +1,47 @@
 /**
- * The whole service on a loopback port, wired as src/server.ts does (store, registry, script engine with
- * a real worker, HTTP), with the logs kept in memory; plus a raw HTTP/1.1 client (node:http with a
- * keep-alive agent) that sends paths exactly as given: fetch() would normalise `..`, backslashes and
- * percent-encoding away, which is what these tests need to send.
+ * HTTP clients for tests against a service from ./service.ts. `call` (fetch) is the everyday one and
+ * sends the admin token unless told otherwise. `raw` (node:http with a keep-alive agent) sends the
+ * path byte for byte: fetch() would normalise `..`, backslashes and percent-encoding away, which is
+ * what the robustness tests need to send, and it can choose the local address.
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Writable } from 'node:stream';
-import { pino } from 'pino';
-import { loadConfig } from '../../src/config/index.js';
-import type { Config } from '../../src/config/types.js';
-import { startHttpServer } from '../../src/http/server.js';
-import type { ModelRegistry } from '../../src/models/registry.js';
-import { ScriptEngine } from '../../src/scripts/engine.js';
-import { openData } from '../../src/server.js';
+import { ADMIN, SECRET } from './service.js';
 
-export const SECRET = 'reliability-secret-1';
-export const ADMIN = 'reliability-admin-token-0123456789';
-
-export interface LogLine {
-  level: number;
-  msg: string;
-  [key: string]: unknown;
+export interface Answer {
+  status: number;
+  headers: Headers;
+  body: any;
+  text: string;
 }
 
-export interface Service {
-  base: string;
-  port: number;
-  dir: string;
-  config: Config;
-  registry: ModelRegistry;
-  engine: ScriptEngine | undefined;
-  routes: ReadonlyArray<{ method: string; path: string }>;
-  logs: LogLine[];
-  close(): Promise<void>;
-}
-
-export interface ServiceOptions {
-  /** Extra ini lines per section, e.g. { 'plugin.http_server': ['max_connections = 3'] }. */
-  ini?: Record<string, string[]>;
-  engine?: boolean;
-  logLevel?: string;
-}
-
-export async function startService(options: ServiceOptions = {}): Promise<Service> {
-  const dir = await mkdtemp(join(tmpdir(), 'edc-rel-'));
-  const file = join(dir, 'test.ini');
-  const sections: Record<string, string[]> = {
-    main: [`data_dir = ${join(dir, 'data')}`, `dataschema_secrets = ${SECRET}`, `admin_token = ${ADMIN}`, 'log_level = silent'],
-    'plugin.http_server': ['host = 127.0.0.1', 'port = 0'],
-    store: ['sync = none'],
-    scripts: ['workers = 1', 'timeout_ms = 50', 'hard_timeout_ms = 1000'],
-  };
-  for (const [section, lines] of Object.entries(options.ini ?? {})) (sections[section] ??= []).push(...lines);
-  const text = Object.entries(sections).map(([s, lines]) => `[${s}]\n${lines.join('\n')}\n`).join('');
-  await writeFile(file, text);
-  const { config } = await loadConfig({ file, env: {} });
-  const logs: LogLine[] = [];
-  const sink = new Writable({
-    write(chunk: Buffer, _enc, done) {
-      for (const line of chunk.toString().split('\n')) if (line.length > 0) logs.push(JSON.parse(line) as LogLine);
-      done();
-    },
-  });
-  const logger = pino({ level: options.logLevel ?? 'debug' }, sink);
-  const { store, registry } = await openData(config);
-  let engine: ScriptEngine | undefined;
-  if (options.engine !== false) {
-    engine = await ScriptEngine.open({ dataDir: config.main.dataDir, config: config.scripts, registry, log: logger.child({ module: 'scripts' }) });
+export async function call(
+  base: string,
+  path: string,
+  init: { method?: string; body?: unknown; token?: string | null; headers?: Record<string, string> } = {},
+): Promise<Answer> {
+  const headers: Record<string, string> = { ...init.headers };
+  if (init.token !== null) headers.Authorization = `Bearer ${init.token ?? ADMIN}`;
+  let body: string | undefined;
+  if (init.body !== undefined) {
+    body = typeof init.body === 'string' ? init.body : JSON.stringify(init.body);
+    headers['Content-Type'] ??= 'application/json';
   }
-  const server = await startHttpServer({ config, registry, engine, logger: logger.child({ module: 'http' }) });
-  return {
-    base: `http://127.0.0.1:${server.port}`,
-    port: server.port,
-    dir,
-    config,
-    registry,
-    engine,
-    routes: server.routes,
-    logs,
-    async close() {
-      server.close();
-      await engine?.close();
-      await store.close();
-      await rm(dir, { recursive: true, force: true });
-    },
-  };
+  const res = await fetch(base + path, { method: init.method ?? 'GET', headers, body });
+  const text = await res.text();
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  return { status: res.status, headers: res.headers, body: parsed, text };
 }
 
+/** GET with the data secret in `secrets` (no admin token). */
+export function query(base: string, path: string): Promise<Answer> {
+  const sep = path.includes('?') ? '&' : '?';
+  return call(base, `${path}${sep}secrets=${encodeURIComponent(SECRET)}`, { token: null });
+}
 export interface RawAnswer {
   status: number;
   headers: http.IncomingHttpHeaders;
@@ -189,3 +141,37 @@ export async function publishedModel(port: number, name: string, attributes: str
 
 /** Looks like a stack trace or an internal path leaking into an answer. */
 export const STACK_LIKE = /\n\s+at |\bat [\w.<>]+ \(|node:internal|node_modules|\.ts:\d+|\.js:\d+:\d+|\/src\/|\/dist\//;
+
+/** Minimal RFC 4180 parser for checking exports. */
+export function parseCsv(text: string): string[][] {
+  const rows: string[][] = [];
+  let row: string[] = [];
+  let field = '';
+  let quoted = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (quoted) {
+      if (c === '"') {
+        if (text[i + 1] === '"') {
+          field += '"';
+          i++;
+        } else quoted = false;
+      } else field += c;
+    } else if (c === '"') quoted = true;
+    else if (c === ',') {
+      row.push(field);
+      field = '';
+    } else if (c === '\r' && text[i + 1] === '\n') {
+      row.push(field);
+      rows.push(row);
+      row = [];
+      field = '';
+      i++;
+    } else field += c;
+  }
+  if (field.length > 0 || row.length > 0) {
+    row.push(field);
+    rows.push(row);
+  }
+  return rows;
+}

@@ -1,0 +1,260 @@
+/**
+ * The uWS adapter: the one place that touches uWS request and response objects, so it owns uWS's crash
+ * traps (ecosystem.md 2.3). Everything is copied out of `req` before the uWS handler returns (`req` is
+ * invalid after that, so before any await); `onAborted` is attached before anything asynchronous; every
+ * write goes through `cork` with `writeStatus` first; streamed bodies respect backpressure; body chunks
+ * are copied (uWS neuters their ArrayBuffer after the callback); and nothing touches `res` after an
+ * abort or after it ended.
+ */
+import type { Logger } from 'pino';
+import { InvalidArgumentError } from '../errors.js';
+import type { ClientAddress } from './client-address.js';
+import { errorAnswer, JSON_HEADERS, type RawReply, statusLine, type StreamReply, type StreamSink } from './reply.js';
+import { EMPTY_BODY, RequestCtx } from './request.js';
+import type { HttpRequest, HttpResponse } from './uws.js';
+
+/** Headers that must not come twice with different values: which one counts would depend on who reads. */
+const SINGLE_HEADERS = new Set(['authorization', 'x-api-secret', 'content-length', 'transfer-encoding', 'host', 'content-type']);
+
+/** Methods counted under their own name in the request counts; any other is `OTHER`. */
+const COUNTED_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'PATCH']);
+
+/** Called once per exchange with its answer's status, or `aborted` when the client left first. */
+export type Tally = (ex: Exchange, status: number | 'aborted') => void;
+
+/**
+ * Copies the request out of `req`. A header sent twice with different values where that matters is
+ * reported by `check()` (after the exchange exists, so the 400 is answered and counted like any other).
+ */
+export function copyRequest(req: HttpRequest, res: HttpResponse, clientAddress: ClientAddress | undefined): { ctx: RequestCtx; check(): void } {
+  const method = req.getMethod().toUpperCase();
+  const path = req.getUrl();
+  const rawQuery = req.getQuery() ?? '';
+  const headers: Record<string, string> = {};
+  let conflict: string | undefined;
+  req.forEach((key, value) => {
+    if (headers[key] !== undefined && headers[key] !== value && SINGLE_HEADERS.has(key)) conflict ??= key;
+    // Several X-Forwarded-For headers are one list (RFC 9110 5.3); every other header: the last counts.
+    headers[key] = key === 'x-forwarded-for' && headers[key] !== undefined ? `${headers[key]}, ${value}` : value;
+  });
+  const ctx = new RequestCtx(method, path, rawQuery, headers, () => Buffer.from(res.getRemoteAddressAsText()).toString(), clientAddress);
+  return {
+    ctx,
+    check() {
+      if (conflict !== undefined) throw new InvalidArgumentError(`the request has two ${conflict} headers with different values`);
+    },
+  };
+}
+
+/** One request's response, tracking whether it may still be written. */
+export class Exchange {
+  private isAborted = false;
+  private isFinished = false;
+  /** The request was counted in the router's request counts. */
+  counted = false;
+  /** The route pattern for metrics: a route's path, `/api/*` (no such route), `static` or `none`. */
+  label = 'none';
+  /** The method as counted: its name, or `OTHER`. */
+  readonly countedMethod: string;
+  private hooked = false;
+  private onAbort: (() => void) | undefined;
+
+  constructor(
+    private readonly res: HttpResponse,
+    readonly ctx: RequestCtx,
+    private readonly tally: Tally,
+    private readonly pending: PendingAnswers,
+    private readonly logger: Logger,
+  ) {
+    this.countedMethod = COUNTED_METHODS.has(ctx.method) ? ctx.method : 'OTHER';
+  }
+
+  /** Must run before the uWS handler returns whenever the answer comes later. */
+  hookAbort(): void {
+    if (this.hooked) return;
+    this.hooked = true;
+    this.pending.add(this);
+    this.res.onAborted(() => {
+      this.isAborted = true;
+      this.pending.delete(this);
+      this.tally(this, 'aborted');
+      this.onAbort?.();
+    });
+  }
+
+  get open(): boolean {
+    return !this.isAborted && !this.isFinished;
+  }
+
+  private finish(): void {
+    this.isFinished = true;
+    this.pending.delete(this);
+  }
+
+  /**
+   * Collects the body up to `limitBytes`, then calls `done` with it; past the limit `tooLarge` runs
+   * instead (once) and the rest is dropped.
+   */
+  readBody(limitBytes: number, done: (body: Buffer) => void, tooLarge: () => void): void {
+    this.hookAbort();
+    const chunks: Buffer[] = [];
+    let size = 0;
+    this.res.onData((chunk, isLast) => {
+      if (!this.open) return;
+      size += chunk.byteLength;
+      if (size > limitBytes) {
+        chunks.length = 0;
+        tooLarge();
+        return;
+      }
+      // uWS neuters the ArrayBuffer after this callback: copy it.
+      if (chunk.byteLength > 0) chunks.push(Buffer.from(new Uint8Array(chunk)));
+      if (isLast) done(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
+    });
+  }
+
+  /** A JSON answer; `close` ends the connection after it (an unread body would stay on it). */
+  writeJson(status: number, body: string, extra?: Readonly<Record<string, string>>, close = false): void {
+    if (!this.open) return;
+    this.finish();
+    this.tally(this, status);
+    const { res, ctx } = this;
+    res.cork(() => {
+      res.writeStatus(statusLine(status));
+      for (const [key, value] of JSON_HEADERS) res.writeHeader(key, value);
+      if (ctx.cors) res.writeHeader('Access-Control-Allow-Origin', '*');
+      if (extra !== undefined) for (const key in extra) res.writeHeader(key, extra[key]);
+      // uWS does not strip bodies from answers to HEAD: a body there would be read as the next response.
+      if (ctx.method === 'HEAD') endHead(res, Buffer.byteLength(body));
+      else res.end(body, close);
+    });
+  }
+
+  writeRaw(reply: RawReply): void {
+    if (!this.open) return;
+    this.finish();
+    this.tally(this, reply.status);
+    const { res, ctx } = this;
+    res.cork(() => {
+      res.writeStatus(statusLine(reply.status));
+      if (ctx.cors && reply.headers['Access-Control-Allow-Origin'] === undefined) {
+        res.writeHeader('Access-Control-Allow-Origin', '*');
+      }
+      for (const key in reply.headers) res.writeHeader(key, reply.headers[key]);
+      if (reply.headOnly || ctx.method === 'HEAD') {
+        endHead(res, typeof reply.body === 'string' ? Buffer.byteLength(reply.body) : reply.body.byteLength);
+      } else res.end(reply.body);
+    });
+  }
+
+  /** The envelope for `err`; closes the connection when the request's body was left unread. */
+  writeError(err: unknown): void {
+    if (!this.open) return;
+    const { status, body, headers } = errorAnswer(err, this.ctx, this.logger);
+    const ctx = this.ctx;
+    const close = status === 413 || (ctx.body === EMPTY_BODY && ctx.method !== 'GET' && ctx.announcesBody);
+    this.writeJson(status, body, headers, close);
+  }
+
+  /** Writes the producer's chunks as they come; a failure before the first chunk is an error answer. */
+  writeStream(reply: StreamReply): void {
+    if (!this.open) return;
+    this.hookAbort();
+    const res = this.res;
+    let headWritten = false;
+    let resume: (() => void) | undefined;
+    const wake = (): void => {
+      const fn = resume;
+      resume = undefined;
+      fn?.();
+    };
+    this.onAbort = wake;
+    res.onWritable(() => {
+      wake();
+      return true;
+    });
+    const writeHead = (): void => {
+      headWritten = true;
+      this.tally(this, 200);
+      res.writeStatus('200 OK');
+      res.writeHeader('X-Content-Type-Options', 'nosniff');
+      res.writeHeader('Cache-Control', 'no-store');
+      for (const key in reply.headers) res.writeHeader(key, reply.headers[key]);
+    };
+    const ex = this;
+    const sink: StreamSink = {
+      get aborted() {
+        return !ex.open;
+      },
+      write(chunk: string | Uint8Array): boolean {
+        if (!ex.open) return false;
+        let ok = true;
+        res.cork(() => {
+          if (!headWritten) writeHead();
+          ok = res.write(chunk);
+        });
+        return ok;
+      },
+      drain(): Promise<void> {
+        if (!ex.open) return Promise.resolve();
+        return new Promise<void>((resolve) => {
+          resume = resolve;
+        });
+      },
+    };
+    reply.produce(sink).then(
+      () => {
+        if (!this.open) return;
+        this.finish();
+        res.cork(() => {
+          if (!headWritten) writeHead();
+          res.end();
+        });
+      },
+      (err: unknown) => {
+        if (!this.open) return;
+        if (!headWritten) return this.writeError(err);
+        // Too late for a status: cut the connection so the client sees a truncated transfer.
+        this.logger.error({ err, path: this.ctx.path }, 'stream failed after the response started');
+        this.finish();
+        res.close();
+      },
+    );
+  }
+}
+
+/**
+ * Ends an answer to HEAD: the length the body would have, no body. In this uWS build
+ * `endWithoutBody(length)` (with an argument) sends nothing at all and leaves the request hanging, so
+ * the header is written by hand and `endWithoutBody()` is called without arguments.
+ */
+function endHead(res: HttpResponse, length: number): void {
+  res.writeHeader('Content-Length', String(length));
+  res.endWithoutBody();
+}
+
+/** Answers that come later than the uWS handler's return, so a shutdown can wait for them. */
+export class PendingAnswers {
+  private readonly open = new Set<Exchange>();
+  private waiters: Array<() => void> = [];
+
+  add(ex: Exchange): void {
+    this.open.add(ex);
+  }
+
+  delete(ex: Exchange): void {
+    if (!this.open.delete(ex) || this.open.size > 0) return;
+    for (const resolve of this.waiters.splice(0)) resolve();
+  }
+
+  /** Resolves when none is pending, or after `timeoutMs`; true when none is pending. */
+  async settled(timeoutMs: number): Promise<boolean> {
+    if (this.open.size === 0) return true;
+    let timer: NodeJS.Timeout | undefined;
+    const idle = new Promise<true>((resolve) => this.waiters.push(() => resolve(true)));
+    const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs)));
+    const result = await Promise.race([idle, late]);
+    clearTimeout(timer);
+    return result;
+  }
+}
