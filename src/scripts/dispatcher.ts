@@ -21,19 +21,22 @@ function unpacked(result: RunResult): BatchResult {
 /**
  * A task carries about this much work: long enough to amortise the per-task cost (messaging, and
  * this thread's appends while the worker waits for its next batch), short enough to keep latency
- * low and far below the hard time limit, which a whole batch must fit in.
+ * low and far below the hard time limit, which a whole batch must fit in. It is also how long
+ * another input may have to wait for a worker (see ScriptPool), unless one payload takes longer.
  */
 export const BATCH_TARGET_MS = 25;
-/** Payloads per task, before the time per payload is known and at most afterwards. */
-export const BATCH_PAYLOADS_FIRST = 512;
-export const BATCH_PAYLOADS_MIN = 16;
 export const BATCH_PAYLOADS_MAX = 4096;
 
-/** Payloads that fill BATCH_TARGET_MS at the measured worker time per payload (all rules). */
-export function batchLimit(msPerPayload: number | undefined): number {
-  if (msPerPayload === undefined) return BATCH_PAYLOADS_FIRST;
+/**
+ * Payloads that fill BATCH_TARGET_MS at the measured worker time per payload (all rules), at least
+ * one (a rule that needs more than the target per payload runs one payload per task), and at most
+ * twice the largest batch that completed since the rules last changed (`provenPayloads`): the first
+ * batch of an input, of new rules or after a lost worker carries one payload, and sizes grow from there.
+ */
+export function batchLimit(msPerPayload: number | undefined, provenPayloads: number): number {
+  if (msPerPayload === undefined || provenPayloads === 0) return 1;
   const fit = Math.floor(BATCH_TARGET_MS / Math.max(msPerPayload, 1e-6));
-  return Math.min(BATCH_PAYLOADS_MAX, Math.max(BATCH_PAYLOADS_MIN, fit));
+  return Math.min(BATCH_PAYLOADS_MAX, 2 * provenPayloads, Math.max(1, fit));
 }
 const PUSH_ERRORS_MAX = 10;
 
@@ -116,8 +119,12 @@ export class InputDispatcher {
   private readonly inFlight: Batch[] = [];
   /** Batches a worker is running: a worker slot freed by a finished batch is refilled before the store is written. */
   private running = 0;
-  /** Moving average of the worker time per payload of this input's batches. */
+  /** Moving average of the worker time per payload of this input's batches, for the current rules. */
   private msPerPayload: number | undefined;
+  /** The largest batch completed since `rulesKey` changed or a worker was lost. */
+  private provenPayloads = 0;
+  /** The rule versions the sizing was measured with. */
+  private rulesKey = '';
   private pumpScheduled = false;
   /** Batches applied to the store whose pushes wait for durability. */
   private settling = 0;
@@ -190,10 +197,16 @@ export class InputDispatcher {
 
   private pump(): void {
     while (this.queue.length > 0 && this.running < this.deps.pool.size) {
-      const limit = batchLimit(this.msPerPayload);
+      const rules = this.deps.rulesFor(this.deps.inendUuid);
+      const rulesKey = rulesKeyOf(rules);
+      if (rulesKey !== this.rulesKey) {
+        this.rulesKey = rulesKey;
+        this.resetSizing();
+      }
+      const limit = batchLimit(this.msPerPayload, this.provenPayloads);
       const entries = this.queue.length <= limit ? this.queue : this.queue.slice(0, limit);
       this.queue = entries === this.queue ? [] : this.queue.slice(limit);
-      const batch: Batch = { entries, rules: this.deps.rulesFor(this.deps.inendUuid) };
+      const batch: Batch = { entries, rules };
       this.inFlight.push(batch);
       this.running++;
       void this.execute(batch).then((result) => {
@@ -207,18 +220,28 @@ export class InputDispatcher {
     this.notifyIdle();
   }
 
+  private resetSizing(): void {
+    this.msPerPayload = undefined;
+    this.provenPayloads = 0;
+  }
+
   private async execute(batch: Batch): Promise<BatchResult> {
     const { rules, entries } = batch;
     if (rules.length === 0) return { ops: [], errors: [], summaries: [], debug: [] };
     try {
-      const result = await this.deps.pool.run(this.task(rules, entries.map((e) => e.payload)));
-      if (result.elapsedMs !== undefined) {
+      const result = await this.deps.pool.run(this.task(rules, entries.map((e) => e.payload)), this.deps.inendUuid);
+      if (result.elapsedMs !== undefined && this.rulesKey === rulesKeyOf(rules)) {
         const sample = result.elapsedMs / entries.length;
         this.msPerPayload = this.msPerPayload === undefined ? sample : 0.7 * this.msPerPayload + 0.3 * sample;
+        this.provenPayloads = Math.max(this.provenPayloads, entries.length);
       }
       return unpacked(result);
     } catch (err) {
-      if (err instanceof WorkerLostError) return this.rerunOneByOne(batch);
+      if (err instanceof WorkerLostError) {
+        // Something in the batch ran past the hard limit (or broke the worker): start small again.
+        this.resetSizing();
+        return this.rerunOneByOne(batch);
+      }
       return failedResult(batch, `rule runtime error: ${(err as Error).message}`);
     }
   }
@@ -237,7 +260,7 @@ export class InputDispatcher {
     for (let p = 0; p < batch.entries.length; p++) {
       for (let r = 0; r < batch.rules.length; r++) {
         try {
-          const single = unpacked(await this.deps.pool.run(this.task([batch.rules[r]], [batch.entries[p].payload])));
+          const single = unpacked(await this.deps.pool.run(this.task([batch.rules[r]], [batch.entries[p].payload]), this.deps.inendUuid));
           for (const op of single.ops) merged.ops.push({ ...op, payload: p, rule: r });
           for (const e of single.errors) merged.errors.push({ ...e, payload: p, rule: r });
           for (const d of single.debug) merged.debug.push({ ...d, rule: r });
@@ -377,6 +400,10 @@ export class InputDispatcher {
     this.idleWaiters = [];
     for (const resolve of waiters) resolve();
   }
+}
+
+function rulesKeyOf(rules: RuleScripts[]): string {
+  return rules.map((r) => `${r.uuid}@${r.version}`).join(',');
 }
 
 function failedResult(batch: Batch, message: string): BatchResult {

@@ -64,35 +64,51 @@ export function hostFunctions(host: LibHost, timeoutMessage: string): Record<str
  */
 export const PRELUDE_LUA = String.raw`
 local host = __host
-local j2t, save_fast, update_fast = __j2t, __save, __update
-__host, __j2t, __save, __update = nil, nil, nil, nil
+local j2t, save_fast, update_fast, time_up = __j2t, __save, __update, __time_up
+__host, __j2t, __save, __update, __time_up = nil, nil, nil, nil, nil
 local TIMEOUT = host.timeoutMessage
 local save, update_last, debug_log = host.save, host.updateLast, host.debug
 local h_time, h_time_ms, h_ts_unix, h_ts_unix_nano = host.time, host.timeMs, host.tsUnix, host.tsUnixNano
 local rawload, rawpcall, rawxpcall, rawerror = load, pcall, xpcall, error
-local next, type, tostring, select, unpack, find, concat = next, type, tostring, select, table.unpack, string.find, table.concat
+local next, type, tostring, select, unpack, sub, concat = next, type, tostring, select, table.unpack, string.sub, table.concat
+local rawsetmetatable, rawget = setmetatable, rawget
 
--- The soft time limit raises TIMEOUT from the instruction hook; a script must not be able to
--- swallow it with pcall, xpcall or coroutine.resume, or a loop around pcall would never stop.
-local function is_timeout(e) return type(e) == 'string' and find(e, TIMEOUT, 1, true) ~= nil end
+-- The soft time limit raises TIMEOUT from the instruction hook. Once time_up() (JS: the deadline has
+-- passed, and it stays passed), everything that catches errors raises TIMEOUT again, whatever it
+-- caught: a <close> handler or an xpcall handler may have replaced the error with anything.
 local function rethrow_timeout(ok, ...)
-  if not ok and is_timeout((...)) then rawerror(TIMEOUT, 0) end
+  if not ok and time_up() then rawerror(TIMEOUT, 0) end
   return ok, ...
 end
 local function safe_pcall(f, ...) return rethrow_timeout(rawpcall(f, ...)) end
 local function safe_xpcall(f, handler, ...)
-  return rethrow_timeout(rawxpcall(f, function(e) if is_timeout(e) then return e end return handler(e) end, ...))
+  return rethrow_timeout(rawxpcall(f, function(e) if time_up() then return TIMEOUT end return handler(e) end, ...))
 end
-local co_resume = coroutine.resume
+local co_resume, co_close = coroutine.resume, coroutine.close
 local coroutine_lib = {
   create = coroutine.create, isyieldable = coroutine.isyieldable, running = coroutine.running,
-  status = coroutine.status, wrap = coroutine.wrap, yield = coroutine.yield, close = coroutine.close,
+  status = coroutine.status, wrap = coroutine.wrap, yield = coroutine.yield,
   resume = function(co, ...) return rethrow_timeout(co_resume(co, ...)) end,
+  -- close runs the coroutine's pending <close> handlers and returns their error.
+  close = function(co) return rethrow_timeout(co_close(co)) end,
 }
+-- A full collection is one VM instruction that can take milliseconds: check the clock before each.
 local rawcollect = collectgarbage
 local function safe_collectgarbage(opt, ...)
-  if opt == nil or opt == 'collect' or opt == 'count' or opt == 'step' then return rawcollect(opt, ...) end
+  if opt == nil or opt == 'collect' or opt == 'count' or opt == 'step' then
+    if opt ~= 'count' and time_up() then rawerror(TIMEOUT, 0) end
+    return rawcollect(opt, ...)
+  end
   rawerror("collectgarbage: only 'collect', 'count' and 'step' are allowed", 2)
+end
+-- Lua runs finalizers with debug hooks off and turns their errors into (dropped) warnings, so a
+-- __gc loop could never be stopped: no metatable with a __gc field is accepted. A field added later
+-- does not mark the object for finalization (Lua 5.4 manual, 2.5.3).
+local function safe_setmetatable(t, mt)
+  if type(mt) == 'table' and rawget(mt, '__gc') ~= nil then
+    rawerror('setmetatable: __gc finalizers are not allowed in rules', 2)
+  end
+  return rawsetmetatable(t, mt)
 end
 
 local string_lib = {}
@@ -100,17 +116,21 @@ for k, v in next, string do if k ~= 'dump' then string_lib[k] = v end end
 -- s:method() still reaches the real string table; hide the metatable so no script can change it.
 getmetatable('').__metatable = false
 
+-- Cut in Lua, so a huge line is not copied to JS first; DEBUG_MESSAGE_MAX characters fit in this many bytes.
+local DEBUG_BYTES_MAX = ${4 * DEBUG_MESSAGE_MAX + 4}
 local function Debug(...)
   local n = select('#', ...)
   local parts = {}
   for i = 1, n do parts[i] = tostring((select(i, ...))) end
-  debug_log(concat(parts, ' '))
+  local line = concat(parts, ' ')
+  if #line > DEBUG_BYTES_MAX then line = sub(line, 1, DEBUG_BYTES_MAX) end
+  debug_log(line)
 end
 
 local base = {
   assert = assert, error = error, ipairs = ipairs, next = next, pairs = pairs, print = Debug,
   rawequal = rawequal, rawget = rawget, rawlen = rawlen, rawset = rawset, select = select,
-  getmetatable = getmetatable, setmetatable = setmetatable, tonumber = tonumber, tostring = tostring,
+  getmetatable = getmetatable, setmetatable = safe_setmetatable, tonumber = tonumber, tostring = tostring,
   type = type, _VERSION = _VERSION, pcall = safe_pcall, xpcall = safe_xpcall,
   collectgarbage = safe_collectgarbage, Debug = Debug,
   -- RHILEX's Throw only logged; ours raises, so the chain stops and the error carries the caller's line.
@@ -190,7 +210,7 @@ local function table_to_json(v)
   local out = {}
   local ok, err = rawpcall(encode, v, 0, out)
   if not ok then
-    if is_timeout(err) then rawerror(TIMEOUT, 0) end
+    if time_up() then rawerror(TIMEOUT, 0) end
     return nil, tostring(err)
   end
   return concat(out)
@@ -238,7 +258,7 @@ function __compile(env, src, chunkname)
   local fn, err = rawload(src, '=' .. chunkname, 't', env)
   if not fn then return err end
   local ok, e = rawpcall(fn)
-  if not ok then return tostring(e) end
+  if not ok then return time_up() and TIMEOUT or tostring(e) end
   return nil
 end
 
@@ -274,22 +294,26 @@ local function run_chain(env, args)
 end
 
 -- One payload through one rule: the chain, then Success() or Failed(err). Returns status, message.
+-- Once time is up the status is INVOKE_TIMEOUT whatever the error became (JS makes sure of it too).
 function __invoke(env, args)
   local ok, status = rawpcall(run_chain, env, args)
   if ok then
     local success = env.Success
     if type(success) == 'function' then
       local sok, serr = rawpcall(success)
-      if not sok then return is_timeout(serr) and INVOKE_TIMEOUT or INVOKE_ERROR, tostring(serr) end
+      if not sok then
+        if time_up() then return INVOKE_TIMEOUT, TIMEOUT end
+        return INVOKE_ERROR, tostring(serr)
+      end
     end
     return status
   end
+  if time_up() then return INVOKE_TIMEOUT, TIMEOUT end
   local err = tostring(status)
-  if is_timeout(err) then return INVOKE_TIMEOUT, err end
   local failed = env.Failed
   if type(failed) == 'function' then
-    local fok, ferr = rawpcall(failed, err)
-    if not fok and is_timeout(ferr) then return INVOKE_TIMEOUT, err end
+    local fok = rawpcall(failed, err)
+    if not fok and time_up() then return INVOKE_TIMEOUT, TIMEOUT end
   end
   return INVOKE_ERROR, err
 end

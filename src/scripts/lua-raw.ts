@@ -191,6 +191,22 @@ export class WasmStrings {
     this.raw.lua_pushstring(L, this.pointer);
   }
 
+  /**
+   * The string at `index` as `read` gives it, but decoded from at most `headBytes`; `restBytes` is
+   * what was left unread (up to the NUL where `read` would stop). A script decides how long its error
+   * messages are, and only their head is ever shown.
+   */
+  readHead(L: number, index: number, headBytes: number): { head: string; restBytes: number } {
+    const pointer = this.raw.lua_tolstring(L, index, this.cell);
+    const heap = this.lua.module.HEAPU8;
+    const length = this.lua.module.HEAPU32[this.cell >> 2];
+    if (length <= headBytes) return { head: readCString(heap, pointer, length), restBytes: 0 };
+    const headNul = heap.subarray(pointer, pointer + headBytes).indexOf(0);
+    if (headNul >= 0) return { head: readCString(heap, pointer, headNul), restBytes: 0 };
+    const restNul = heap.subarray(pointer + headBytes, pointer + length).indexOf(0);
+    return { head: readCString(heap, pointer, headBytes), restBytes: restNul >= 0 ? restNul : length - headBytes };
+  }
+
   /** The string at `index` (which must be a string or a number) as wasmoon reads it. */
   read(L: number, index: number): string {
     const pointer = this.raw.lua_tolstring(L, index, this.cell);
@@ -242,15 +258,24 @@ export function readCString(heap: Uint8Array, pointer: number, length: number): 
 }
 
 /**
+ * Growth at or above this is refused once the invocation's time is up. One VM instruction
+ * (`string.rep`, `..`, `table.concat`) can build megabytes, so counting instructions alone lets a
+ * loop of them run seconds past the limit; with this, the overshoot is one such allocation.
+ */
+export const LARGE_ALLOCATION_BYTES = 64 * 1024;
+
+/**
  * The Lua allocator with a cap, as wasmoon's `traceAllocations` one, but calling malloc's exports
- * directly: every Lua allocation and free passes through it.
+ * directly: every Lua allocation and free passes through it. A refusal becomes Lua's
+ * "not enough memory" error in whatever code asked.
  */
 export class CappedAllocator {
   used: number;
   max = 0;
   readonly pointer: number;
 
-  constructor(lua: LuaWasm, raw: RawLua, used: number) {
+  /** `timeUp` is asked before each large allocation; true refuses it. */
+  constructor(lua: LuaWasm, raw: RawLua, used: number, timeUp: () => boolean) {
     this.used = used;
     const { realloc, free } = raw;
     this.pointer = lua.module.addFunction((_ud: number, pointer: number, oldSize: number, newSize: number): number => {
@@ -261,8 +286,10 @@ export class CappedAllocator {
         }
         return 0;
       }
-      const end = this.used + (pointer ? newSize - oldSize : newSize);
+      const growth = pointer ? newSize - oldSize : newSize;
+      const end = this.used + growth;
       if (newSize > oldSize && this.max > 0 && end > this.max) return 0;
+      if (growth >= LARGE_ALLOCATION_BYTES && timeUp()) return 0;
       const moved = realloc(pointer, newSize);
       if (moved) this.used = end;
       return moved;

@@ -3,14 +3,21 @@
  * libraries (no io, os, debug, package), text-only `load`, a per-invocation soft time limit from an
  * instruction-count hook, and a memory cap on the Lua allocator.
  *
+ * The time limit is sticky: once the clock has passed the deadline, the invocation is over whatever
+ * the script does. The hook raises at every count until the call unwinds, every pcall / xpcall /
+ * coroutine.resume / coroutine.close that catches anything raises the time-limit error again (asking
+ * `__time_up`, not looking at the error, which a `<close>` handler or an xpcall handler may have
+ * replaced), the allocator refuses large allocations, and the invocation is answered as timed out.
+ *
  * Rules are compiled once into environments kept in the Lua registry, and JS calls them through raw
  * stack operations: wasmoon 1.16 corrupts memory after repeated `doString` calls that return values
  * (ceifa/wasmoon#109, fixed only on git main), and the raw calls are also the cheapest way in.
  */
 import { LuaFactory, LUA_REGISTRYINDEX, LuaLibraries, type LuaEngine, type LuaWasm } from 'wasmoon';
 import { LuaBridge } from './lua-bridge.js';
-import { hostFunctions, INVOKE_ERROR, PRELUDE_LUA, type LibHost } from './lua-libs.js';
+import { hostFunctions, INVOKE_ERROR, INVOKE_TIMEOUT, PRELUDE_LUA, type LibHost } from './lua-libs.js';
 import { CappedAllocator, captureWasmExports, LUA_TSTRING, rawLua, WasmStrings, type RawLua } from './lua-raw.js';
+import { capMessage, MESSAGE_CHARS_MAX } from './repeat-filter.js';
 
 export interface SandboxLimits {
   timeoutMs: number;
@@ -26,6 +33,32 @@ export interface InvokeOutcome {
 const HOOK_INSTRUCTION_COUNT = 2000;
 const LUA_MASK_COUNT = 8;
 const MEMORY_ERROR = 'not enough memory';
+/**
+ * Bytes of a Lua error message decoded at most: a longer one is cut without reading the rest, and
+ * says how many bytes it left out (a shorter one, how many characters).
+ */
+const MESSAGE_HEAD_BYTES = 16 * MESSAGE_CHARS_MAX;
+
+/** The deadline of the running protected call, and whether it has passed (which stays so until the next call). */
+class InvocationClock {
+  private deadline = Infinity;
+  expired = false;
+
+  start(timeoutMs: number): void {
+    this.deadline = Date.now() + timeoutMs;
+    this.expired = false;
+  }
+
+  /** Outside protected calls nothing is ever late. */
+  stop(): void {
+    this.deadline = Infinity;
+  }
+
+  timeUp(): boolean {
+    if (!this.expired && Date.now() > this.deadline) this.expired = true;
+    return this.expired;
+  }
+}
 
 export type ScriptName = 'actions' | 'success' | 'failed';
 
@@ -38,7 +71,6 @@ function timeoutMessage(limits: SandboxLimits): string {
 }
 
 export class LuaSandbox {
-  private deadline = Infinity;
   private readonly hookPointer: number;
   private readonly state: number;
   private readonly invokeRef: bigint;
@@ -51,6 +83,7 @@ export class LuaSandbox {
     private readonly allocator: CappedAllocator,
     private readonly bridge: LuaBridge,
     private readonly limits: SandboxLimits,
+    private readonly clock: InvocationClock,
     private readonly refs: { newEnv: number; compile: number; check: number; invoke: number },
   ) {
     const state = engine.global.address;
@@ -62,7 +95,7 @@ export class LuaSandbox {
     lua.module.stringToUTF8(timeoutText, timeoutPointer, timeoutText.length + 1);
     // Every Lua thread created later (coroutines) inherits this hook from the main state.
     this.hookPointer = lua.module.addFunction((L: number) => {
-      if (Date.now() > this.deadline) {
+      if (clock.timeUp()) {
         raw.lua_pushstring(L, timeoutPointer);
         raw.lua_error(L);
       }
@@ -82,8 +115,9 @@ export class LuaSandbox {
     const lua = g.lua;
     const state = g.address;
     const raw = rawLua(lua, exports);
+    const clock = new InvocationClock();
     // Same accounting and cap as wasmoon's traced allocator, without its per-call wrappers.
-    const allocator = new CappedAllocator(lua, raw, g.getMemoryUsed());
+    const allocator = new CappedAllocator(lua, raw, g.getMemoryUsed(), () => clock.timeUp());
     raw.lua_setallocf(state, allocator.pointer, 0);
     const strings = new WasmStrings(lua, raw);
     const bridge = new LuaBridge(lua, raw, strings, (kind, uuid, record) => host.store(kind, uuid, record));
@@ -91,7 +125,16 @@ export class LuaSandbox {
       g.loadLibrary(lib);
     }
     g.set('__host', hostFunctions(host, timeoutMessage(limits)));
-    for (const [name, pointer] of [['__j2t', bridge.j2tPointer], ['__save', bridge.savePointer], ['__update', bridge.updatePointer]] as const) {
+    const timeUpPointer = lua.module.addFunction((L: number) => {
+      raw.lua_pushboolean(L, clock.timeUp() ? 1 : 0);
+      return 1;
+    }, 'ii');
+    for (const [name, pointer] of [
+      ['__j2t', bridge.j2tPointer],
+      ['__save', bridge.savePointer],
+      ['__update', bridge.updatePointer],
+      ['__time_up', timeUpPointer],
+    ] as const) {
       raw.lua_pushcclosure(state, pointer, 0);
       lua.lua_setglobal(state, name);
     }
@@ -102,7 +145,7 @@ export class LuaSandbox {
       return lua.luaL_ref(state, LUA_REGISTRYINDEX);
     };
     const refs = { newEnv: ref('__new_env'), compile: ref('__compile'), check: ref('__check'), invoke: ref('__invoke') };
-    return new LuaSandbox(engine, lua, raw, strings, allocator, bridge, limits, refs);
+    return new LuaSandbox(engine, lua, raw, strings, allocator, bridge, limits, clock, refs);
   }
 
   /** Compiles a rule's scripts into a fresh environment; empty success/failed scripts are skipped. */
@@ -138,7 +181,7 @@ export class LuaSandbox {
     this.lua.luaL_unref(this.state, LUA_REGISTRYINDEX, envRef);
   }
 
-  /** Runs one payload through one compiled rule under the soft time limit. */
+  /** Runs one payload through one compiled rule under the soft time limit; once that passed, it is the outcome. */
   invoke(envRef: number, payload: string): InvokeOutcome {
     const { raw, state } = this;
     raw.lua_settop(state, 0);
@@ -154,9 +197,13 @@ export class LuaSandbox {
     } finally {
       this.bridge.clearPayload();
     }
+    if (this.clock.expired) {
+      raw.lua_settop(state, 0);
+      return { status: INVOKE_TIMEOUT, message: timeoutMessage(this.limits) };
+    }
     if (rc !== 0) return { status: INVOKE_ERROR, message: this.popError() };
     const status = Number(raw.lua_tointegerx(state, 2, 0));
-    const message = raw.lua_type(state, 3) === LUA_TSTRING ? this.normalise(this.strings.read(state, 3)) : undefined;
+    const message = raw.lua_type(state, 3) === LUA_TSTRING ? this.readMessage(3) : undefined;
     raw.lua_settop(state, 0);
     return message === undefined ? { status } : { status, message };
   }
@@ -170,9 +217,9 @@ export class LuaSandbox {
     const { lua, state } = this;
     const rc = this.protectedCall(argCount, 1);
     if (rc !== 0) return this.popError();
-    const message = lua.lua_type(state, -1) === LUA_TSTRING ? lua.lua_tolstring(state, -1, null) : undefined;
+    const message = lua.lua_type(state, -1) === LUA_TSTRING ? this.readMessage(-1) : undefined;
     lua.lua_settop(state, -2);
-    return message === undefined ? undefined : this.normalise(message);
+    return message;
   }
 
   /**
@@ -181,20 +228,26 @@ export class LuaSandbox {
    */
   private protectedCall(argCount: number, resultCount: number): number {
     this.allocator.max = this.limits.memoryMb * 1024 * 1024;
-    this.deadline = Date.now() + this.limits.timeoutMs;
+    this.clock.start(this.limits.timeoutMs);
     try {
       return this.raw.lua_pcallk(this.state, argCount, resultCount, 0, 0, 0);
     } finally {
-      this.deadline = Infinity;
+      this.clock.stop();
       this.allocator.max = 0;
     }
   }
 
   private popError(): string {
     const { lua, state } = this;
-    const message = lua.lua_type(state, -1) === LUA_TSTRING ? lua.lua_tolstring(state, -1, null) : 'unknown Lua error';
+    const message = lua.lua_type(state, -1) === LUA_TSTRING ? this.readMessage(-1) : 'unknown Lua error';
     lua.lua_settop(state, 0);
-    return this.normalise(message);
+    return message;
+  }
+
+  /** A message a script made (any length) as it crosses to JS: its head only, capped as the answers cap it. */
+  private readMessage(index: number): string {
+    const { head, restBytes } = this.strings.readHead(this.state, index, MESSAGE_HEAD_BYTES);
+    return capMessage(this.normalise(head), restBytes);
   }
 
   private normalise(message: string): string {

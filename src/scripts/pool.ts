@@ -2,6 +2,10 @@
  * The piscina pool of Lua workers. Tasks wait for a free worker here, not in piscina's queue, so the
  * hard time limit (an AbortSignal that ends the worker) measures running time only: a signal
  * started while the task still queued would abort tasks that never ran.
+ *
+ * Each task has an owner (its input). A freed worker goes to the waiting task whose owner holds the
+ * fewest workers, oldest first: an input that keeps every worker busy with slow rules cannot make
+ * another input wait for more than the first of its tasks to finish.
  */
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -49,7 +53,9 @@ export class ScriptPool {
   readonly size: number;
   private readonly piscina: Piscina;
   private busy = 0;
-  private readonly waiting: Array<() => void> = [];
+  private readonly waiting: Array<{ owner: string; resolve: () => void }> = [];
+  /** Workers held per owner. */
+  private readonly held = new Map<string, number>();
   /** Worker faults (a thread that ended on an unexpected error), newest last, for /healthz. */
   private readonly faults: Array<{ atMs: number; message: string }> = [];
 
@@ -65,20 +71,21 @@ export class ScriptPool {
     });
   }
 
-  run(task: RunTask): Promise<RunResult> {
-    return this.submit(task) as Promise<RunResult>;
+  /** `owner`: whose turn this is (the input's uuid), for sharing the workers fairly. */
+  run(task: RunTask, owner = ''): Promise<RunResult> {
+    return this.submit(task, owner) as Promise<RunResult>;
   }
 
   compile(task: CompileTask): Promise<ValidationResult> {
-    return this.submit(task) as Promise<ValidationResult>;
+    return this.submit(task, 'compile') as Promise<ValidationResult>;
   }
 
   async close(): Promise<void> {
     await this.piscina.destroy();
   }
 
-  private async submit(task: RunTask | CompileTask): Promise<unknown> {
-    await this.acquire();
+  private async submit(task: RunTask | CompileTask, owner: string): Promise<unknown> {
+    await this.acquire(owner);
     try {
       return await this.piscina.run(task, { signal: AbortSignal.timeout(this.options.hardTimeoutMs) });
     } catch (err) {
@@ -89,7 +96,7 @@ export class ScriptPool {
         { cause: err },
       );
     } finally {
-      this.release();
+      this.release(owner);
     }
   }
 
@@ -103,18 +110,34 @@ export class ScriptPool {
     if (this.faults.length > FAULTS_KEPT) this.faults.shift();
   }
 
-  private acquire(): Promise<void> {
+  private acquire(owner: string): Promise<void> {
     if (this.busy < this.size) {
       this.busy++;
+      this.hold(owner, 1);
       return Promise.resolve();
     }
-    return new Promise((resolve) => this.waiting.push(resolve));
+    return new Promise((resolve) => this.waiting.push({ owner, resolve }));
   }
 
-  /** Hands the slot straight to the next waiter, in submission order. */
-  private release(): void {
-    const next = this.waiting.shift();
-    if (next) next();
-    else this.busy--;
+  /** Hands the slot straight to the waiter whose owner holds the fewest, oldest first. */
+  private release(owner: string): void {
+    this.hold(owner, -1);
+    if (this.waiting.length === 0) {
+      this.busy--;
+      return;
+    }
+    let pick = 0;
+    for (let i = 1; i < this.waiting.length; i++) {
+      if ((this.held.get(this.waiting[i].owner) ?? 0) < (this.held.get(this.waiting[pick].owner) ?? 0)) pick = i;
+    }
+    const [next] = this.waiting.splice(pick, 1);
+    this.hold(next.owner, 1);
+    next.resolve();
+  }
+
+  private hold(owner: string, delta: number): void {
+    const count = (this.held.get(owner) ?? 0) + delta;
+    if (count === 0) this.held.delete(owner);
+    else this.held.set(owner, count);
   }
 }

@@ -9,9 +9,23 @@ const REPEAT_WINDOW_MS = 10_000;
 /** Distinct (rule, message) pairs remembered; beyond this the memory starts over. */
 const KEYS_MAX = 1000;
 
-export function capMessage(message: string): string {
-  if (message.length <= MESSAGE_CHARS_MAX) return message;
-  return `${message.slice(0, MESSAGE_CHARS_MAX)}… (${message.length - MESSAGE_CHARS_MAX} more characters)`;
+/** What capMessage appends; a message already capped (by the worker) is left as it is. */
+const CAPPED_SUFFIX = /… \(\d+ more (characters|bytes)\)$/;
+const CAPPED_SUFFIX_CHARS_MAX = 40;
+
+/**
+ * `message` cut to MESSAGE_CHARS_MAX characters. `restBytes`: the message went on for that many more
+ * bytes that were never decoded (the worker reads only the head of a Lua string).
+ */
+export function capMessage(message: string, restBytes = 0): string {
+  if (restBytes === 0) {
+    if (message.length <= MESSAGE_CHARS_MAX) return message;
+    if (message.length <= MESSAGE_CHARS_MAX + CAPPED_SUFFIX_CHARS_MAX && CAPPED_SUFFIX.test(message)) return message;
+    return `${message.slice(0, MESSAGE_CHARS_MAX)}… (${message.length - MESSAGE_CHARS_MAX} more characters)`;
+  }
+  const kept = message.slice(0, MESSAGE_CHARS_MAX);
+  const unshown = Buffer.byteLength(message) - Buffer.byteLength(kept) + restBytes;
+  return `${kept}… (${unshown} more bytes)`;
 }
 
 export class RepeatFilter {

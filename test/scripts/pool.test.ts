@@ -29,3 +29,44 @@ describe('ScriptPool worker faults', () => {
     expect(pool.recentFaults(60_000, Date.now() + 61_000)).toEqual([]);
   });
 });
+
+describe('ScriptPool sharing', () => {
+  it('a freed worker goes to the waiting owner that holds the fewest workers, not simply the oldest task', async () => {
+    pool = new ScriptPool({ workers: 2, timeoutMs: 1000, hardTimeoutMs: 5000, memoryMb: 16 });
+    const busy = (ms: number): RunTask => ({
+      kind: 'run',
+      modelsVersion: 0,
+      models: [],
+      readOnlyModels: [],
+      rulesEpoch: 0,
+      liveRuleIds: ['R1'],
+      rules: [{
+        uuid: 'R1',
+        version: 1,
+        actions: `Actions = { function(a)
+          local t0 = tonumber(time:TsUnixNano())
+          while tonumber(time:TsUnixNano()) - t0 < ${ms} * 1e6 do end
+          return true, a
+        end }`,
+        success: '',
+        failed: '',
+      }],
+      payloads: ['x'],
+    });
+    // Until two tasks run side by side: both workers started, the rule compiled on each, so A1 and A2
+    // end within moments of each other.
+    for (let tries = 0; tries < 10; tries++) {
+      const started = performance.now();
+      await Promise.all([pool.run(busy(100), 'warm'), pool.run(busy(100), 'warm')]);
+      if (performance.now() - started < 180) break;
+    }
+    const finished: string[] = [];
+    const submit = (owner: string, name: string) => pool!.run(busy(300), owner).then(() => finished.push(name));
+    // A takes both workers; C queues two tasks, then B one.
+    const all = [submit('A', 'A1'), submit('A', 'A2'), submit('C', 'C1'), submit('C', 'C2'), submit('B', 'B1')];
+    await Promise.all(all);
+    // In submission order B would run last; sharing by owner runs it beside C1, before C2.
+    expect(finished.indexOf('B1')).toBeLessThan(finished.indexOf('C2'));
+    expect(finished.slice(0, 2).sort()).toEqual(['A1', 'A2']);
+  });
+});

@@ -1,15 +1,22 @@
 /**
  * Rule limits. Error messages: capped at 1024 characters in the push answer, the rule's stats and the log, and
  * logged once per rule and message per 10 s with the count of repeats left out. Real engine and worker. One invocation may store at most 4 MiB.
+ * What leaves a worker is bounded per invocation: its records (4 MiB), its error message (cut in the
+ * worker, before it is copied out of Lua), its Debug lines.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { ScriptPool } from '../../src/scripts/pool.js';
 import { MESSAGE_CHARS_MAX, RepeatFilter, capMessage } from '../../src/scripts/repeat-filter.js';
+import type { RunTask } from '../../src/scripts/types.js';
 import { inputWithRule, openHarness, type Harness } from './helpers.js';
 
 let h: Harness | undefined;
+let pool: ScriptPool | undefined;
 afterEach(async () => {
   await h?.close();
   h = undefined;
+  await pool?.close();
+  pool = undefined;
 });
 
 describe('rule error messages', () => {
@@ -60,5 +67,42 @@ describe('what one invocation may store', () => {
     const result = await h.engine.push(inend, ['{}']);
     expect(result.failed).toBe(1);
     expect(result.errors[0].message).toMatch(/at 42: one invocation may store at most 4194304 bytes of values/);
+  });
+});
+
+describe('what one invocation sends back', () => {
+  it('an 8 MB error message or Debug line leaves the worker cut to about 1 KB, saying how much was left out', async () => {
+    pool = new ScriptPool({ workers: 1, timeoutMs: 2000, hardTimeoutMs: 10_000, memoryMb: 32 });
+    const task: RunTask = {
+      kind: 'run',
+      modelsVersion: 0,
+      models: [],
+      readOnlyModels: [],
+      rulesEpoch: 0,
+      liveRuleIds: ['R1'],
+      rules: [{
+        uuid: 'R1',
+        version: 1,
+        actions: `Actions = { function(args)
+          local big = string.rep("z", 8e6)
+          if args == "debug" then Debug(big) return true, args end
+          if args == "utf8" then error(string.rep("é", 3000), 0) end
+          error(big, 0)
+        end }`,
+        success: '',
+        failed: '',
+      }],
+      payloads: [...Array.from({ length: 20 }, () => 'error'), 'debug', 'utf8'],
+    };
+    const result = await pool.run(task);
+    expect(result.errors).toHaveLength(21);
+    for (const e of result.errors.slice(0, 20)) {
+      expect(e.message).toBe(`${'z'.repeat(MESSAGE_CHARS_MAX)}… (${8e6 - MESSAGE_CHARS_MAX} more bytes)`);
+    }
+    // Short enough to be read whole: counted in characters, as the main thread counts.
+    expect(result.errors[20].message).toBe(`${'é'.repeat(MESSAGE_CHARS_MAX)}… (${3000 - MESSAGE_CHARS_MAX} more characters)`);
+    expect(capMessage(result.errors[0].message)).toBe(result.errors[0].message);
+    expect(result.debug).toHaveLength(1);
+    expect(result.debug[0].message).toBe(`${'z'.repeat(1000)}…`);
   });
 });
