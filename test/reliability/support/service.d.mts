@@ -28,7 +28,15 @@ export interface ServiceChild {
   exited: Promise<Exit>;
   kill(signal?: NodeJS.Signals): Promise<Exit>;
 }
-export declare function startService(configFile: string, opts?: { env?: Record<string, string>; startTimeoutMs?: number }): Promise<ServiceChild>;
+export declare function startService(
+  configFile: string,
+  opts?: {
+    env?: Record<string, string>;
+    startTimeoutMs?: number;
+    /** Runs the service under `prlimit --nofile=<fdLimit>`: its open-file limit. */
+    fdLimit?: number;
+  },
+): Promise<ServiceChild>;
 
 export interface Answer {
   status: number;

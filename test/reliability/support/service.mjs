@@ -55,7 +55,10 @@ export function configIn(parent, name, opts = {}) {
  */
 export function startService(configFile, opts = {}) {
   if (!fs.existsSync(cliPath)) throw new Error(`${cliPath} missing: run \`npx tsc -p tsconfig.json\` (npm test does)`);
-  const child = spawn(process.execPath, [cliPath, 'serve', '--config', configFile], {
+  const argv = [process.execPath, cliPath, 'serve', '--config', configFile];
+  // prlimit execs the service, so the child's pid and signals are the service's own.
+  if (opts.fdLimit !== undefined) argv.unshift('prlimit', `--nofile=${opts.fdLimit}:${opts.fdLimit}`);
+  const child = spawn(argv[0], argv.slice(1), {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...(opts.env ?? {}) },
   });
