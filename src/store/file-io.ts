@@ -2,7 +2,8 @@
  * Every async file operation of the engine, behind one interface so tests can inject faults (ENOSPC,
  * EIO), count fdatasync calls, or run each operation at a point a seeded scheduler picks. The first four
  * touch segment data only; the rest create, replace and remove files. Recovery at open uses node:fs
- * directly (it runs before any write is accepted).
+ * directly (it runs before any write is accepted), and so do the open and close of sealed segments'
+ * read-only fds (segment-file.ts): synchronous, so that a file is open before anything can unlink it.
  */
 import fs from 'node:fs';
 import path from 'node:path';
