@@ -41,6 +41,7 @@ export function storeOptionsOf(config: Config): StoreOptions {
       maxAgeMs: s.retentionMaxAgeHours * HOUR_MS,
     },
     clockJumpMaxMs: s.clockJumpMaxS * 1000,
+    sealedFdsMax: s.sealedFdsMax,
   };
 }
 

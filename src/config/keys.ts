@@ -190,6 +190,12 @@ export const CONFIG_KEYS: readonly KeySpec[] = [
     help: 'Age retention waits (and logs) while the clock is behind the newest record or jumped more than this since the last check.',
   },
   {
+    section: 'store', key: 'sealed_fds_max',
+    target: ['store', 'sealedFdsMax'], kind: 'int', min: 1, max: 1_000_000, default: 64,
+    help: 'Idle files of sealed segments kept open for reads, over all models. A read opens a sealed segment\n'
+      + 'when it needs it; the least recently read idle one is closed to make room.',
+  },
+  {
     section: 'scripts', key: 'workers',
     target: ['scripts', 'workers'], kind: 'int', min: 0, max: 256, default: 0,
     help: 'Lua worker threads; 0 = CPU cores - 1, at least 1.',

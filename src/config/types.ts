@@ -44,6 +44,8 @@ export interface Config {
     retentionMaxBytes: number;
     retentionMaxAgeHours: number;
     clockJumpMaxS: number;
+    /** Idle fds of sealed segments the store keeps open (StoreOptions.sealedFdsMax). */
+    sealedFdsMax: number;
   };
   scripts: {
     /** Worker threads running Lua; 0 in the file means (cores - 1, at least 1). */

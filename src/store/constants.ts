@@ -29,6 +29,8 @@ export const RETENTION_CHECK_INTERVAL_MS = 60_000;
 export const CLOCK_JUMP_MAX_MS_DEFAULT = 300_000;
 /** How often a read-only model retries its pending writes. */
 export const READ_ONLY_RETRY_MS_DEFAULT = 1000;
+/** Idle fds of sealed segments the store keeps open, over all models (StoreOptions.sealedFdsMax). */
+export const SEALED_FDS_MAX_DEFAULT = 64;
 /** Sealed segments index every 64th id. */
 export const SPARSE_STRIDE = 64;
 /** Distinct `select` projections of the newest record kept between two writes; bounds what a client can make us cache. */
@@ -62,6 +64,7 @@ export function validateStoreOptions(o: StoreOptions): void {
   checkInt('segmentAgeMsMax', o.segmentAgeMsMax, 1, Number.MAX_SAFE_INTEGER);
   validateRetention(o.retention);
   if (o.clockJumpMaxMs !== undefined) checkInt('clockJumpMaxMs', o.clockJumpMaxMs, 1000, 86_400_000);
+  if (o.sealedFdsMax !== undefined) checkInt('sealedFdsMax', o.sealedFdsMax, 1, 1_000_000);
 }
 
 export function validateRetention(r: RetentionLimits): void {

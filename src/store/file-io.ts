@@ -2,11 +2,11 @@
  * Every async file operation of the engine, behind one interface so tests can inject faults (ENOSPC,
  * EIO), count fdatasync calls, or run each operation at a point a seeded scheduler picks. The first four
  * touch segment data only; the rest create, replace and remove files. Recovery at open uses node:fs
- * directly (it runs before any write is accepted).
+ * directly (it runs before any write is accepted), and so do the open and close of sealed segments'
+ * read-only fds (segment-file.ts): synchronous, so that a file is open before anything can unlink it.
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { assert } from './constants.js';
 import { fsyncDir } from '../util/atomic-file.js';
 
 export interface FileIo {
@@ -131,56 +131,6 @@ export async function readFully(io: FileIo, fd: number, buf: Buffer, off: number
     const n = await io.read(fd, buf, off + done, len - done, pos + done);
     if (n <= 0) throw Object.assign(new Error(`short read at ${pos + done}`), { code: 'EIO' });
     done += n;
-  }
-}
-
-/**
- * The fd of one segment file, counted by its holders: the generation that lists the segment (one
- * reference from birth), each reader that planned a read of it, and the writer during each operation on
- * it. The handle exists before the file does: a segment born by a roll gets its fd when the seal job has
- * created the file (`attach`). The fd is closed exactly once, when the last holder lets go, so no holder
- * ever uses a closed, possibly reused, fd number.
- */
-export class SegmentFile {
-  private refs = 1;
-  private fdOrUndefined: number | undefined;
-
-  get fd(): number {
-    assert(this.refs > 0 && this.fdOrUndefined !== undefined, 'segment fd used while open and held');
-    return this.fdOrUndefined;
-  }
-
-  get attached(): boolean {
-    return this.fdOrUndefined !== undefined;
-  }
-
-  /** Gives the handle its fd; when every holder has already let go, the fd is closed at once. */
-  attach(fd: number): void {
-    assert(this.fdOrUndefined === undefined, 'a segment file is attached once');
-    this.fdOrUndefined = fd;
-    if (this.refs === 0) fs.close(fd, () => {});
-  }
-
-  retain(): this {
-    assert(this.refs > 0, 'retain of a released segment file');
-    this.refs++;
-    return this;
-  }
-
-  /** Runs `fn` with the fd held, so a release elsewhere cannot close it mid-operation. */
-  async use<T>(fn: (fd: number) => Promise<T>): Promise<T> {
-    this.retain();
-    try {
-      return await fn(this.fd);
-    } finally {
-      this.release();
-    }
-  }
-
-  release(): void {
-    assert(this.refs > 0, 'release of a segment file more often than it was retained');
-    this.refs--;
-    if (this.refs === 0 && this.fdOrUndefined !== undefined) fs.close(this.fdOrUndefined, () => {});
   }
 }
 

@@ -11,11 +11,13 @@ import { Writer } from './writer.js';
 import { LatencyHistogram } from './latency.js';
 import { type ManifestWriter } from './manifest.js';
 import { addLostRange, createModelDirSync, manifestOf, openModelDirSync } from './recovery.js';
-import { bytesOf, decodeValues, fitRange, planParts, projection, readPlanned, readRange, toView, type Projection } from './reader.js';
+import { HeldSegments, bytesOf, decodeValues, fitRange, planParts, projection, readPlanned, readRange } from './reader.js';
+import { toView, validatePage, type Projection } from './reader.js';
 import { applyRetention, totalBytes } from './retention.js';
 import { writeIndex } from './index-file.js';
 import { SerialQueue } from '../util/atomic-file.js';
 import type { FileIo } from './file-io.js';
+import type { SealedFdCache } from './sealed-fds.js';
 import { FindingsBook } from './findings.js';
 import { AgeClock } from './age-clock.js';
 import {
@@ -25,7 +27,6 @@ import {
   LATEST_PROJECTIONS_MAX,
   MIB,
   PAGE_BYTES_MAX,
-  PAGE_SIZE_MAX,
   RECORD_BYTES_MAX,
   RETENTION_CHECK_INTERVAL_MS,
   WRITE_QUEUE_BYTES_MAX,
@@ -61,6 +62,8 @@ export interface ModelLogConfig {
   trashDir: () => string;
   /** Notes for the operator's log (age retention waiting for a steady clock). */
   warn: (message: string) => void;
+  /** The store's budget of fds for sealed segments, shared by all models. */
+  sealedFds: SealedFdCache;
 }
 
 /** Segments, writer and newest-record cache of one incarnation of the log (replaced by clear). */
@@ -106,7 +109,7 @@ export class ModelLog {
     this.fieldIndex = new Map(this.fields.map((f, i) => [f, i]));
     this.fullProjection = projection(this.fields, undefined);
     this.retention = c.retention;
-    const opened = openModelDirSync(c.io, c.dir, c.modelId, storedFields(this.c));
+    const opened = openModelDirSync(c.io, c.dir, c.modelId, storedFields(this.c), c.sealedFds);
     this.recovery = opened.report;
     this.findingsBook = new FindingsBook(c.io, c.dir, opened.report);
     this.ageClock = new AgeClock(c.options.clockJumpMaxMs ?? CLOCK_JUMP_MAX_MS_DEFAULT, (m) => c.warn(`model ${c.modelId}: ${m}`));
@@ -207,23 +210,24 @@ export class ModelLog {
     return v;
   }
 
-  /** Pulls ITERATE_CHUNK_RECORDS at a time over a snapshot (last id, segment list, open fds) taken at the start. */
+  /** Pulls ITERATE_CHUNK_RECORDS at a time over a snapshot (last id, segment list) taken at the start. */
   async *iterate(range: ExportRange = {}): AsyncGenerator<RecordView, void, undefined> {
     const p = projection(this.fields, range.select);
     const g = this.gen;
-    const segments = g.segments.slice();
-    const files = segments.map((s) => s.file.retain());
+    const held = new HeldSegments(g.segments);
     try {
+      const segments = held.segments;
       const a = Math.max(range.fromId ?? 1, segments[0].firstId);
       const b = Math.min(range.toId ?? Number.MAX_SAFE_INTEGER, g.nextId - 1);
       for (let lo = a; lo <= b; ) {
+        held.releaseBefore(lo);
         const hi = fitRange(segments, lo, Math.min(b, lo + ITERATE_CHUNK_RECORDS - 1), PAGE_BYTES_MAX);
         const recs = await readRange(this.c.io, segments, lo, hi, this.onLost);
         for (const r of recs) yield toView(p, r.id, r.ts, decodeValues(r.payload));
         lo = hi + 1;
       }
     } finally {
-      for (const f of files) f.release();
+      held.releaseAll();
     }
   }
 
@@ -407,6 +411,7 @@ export class ModelLog {
         checkpoint: () => (gen.manifest ? gen.manifest.write(() => manifestOf(gen.segments)) : Promise.resolve()),
         onSealed: () => void this.enforceRetention().catch(() => {}),
         fsyncLatency: this.fsyncLatency,
+        sealedFds: this.c.sealedFds,
       },
       active,
       blocked,
@@ -423,7 +428,8 @@ export class ModelLog {
     for (let i = g.segments.length - 1; i >= 0 && seg === undefined; i--) if (g.segments[i].count > 0) seg = g.segments[i];
     if (!seg?.file.attached) return;
     const b = Buffer.alloc(seg.bytes - seg.lastFrameOffset);
-    fs.readSync(seg.file.fd, b, 0, b.length, seg.lastFrameOffset);
+    const at = seg.lastFrameOffset;
+    seg.file.useSync((fd) => fs.readSync(fd, b, 0, b.length, at));
     const n = checkFrame(b, 0, b.length);
     if (n <= 0) return;
     g.lastValues = decodeValues(b.subarray(FRAME_HEADER_BYTES, n));
@@ -474,23 +480,12 @@ export class ModelLog {
   }
 
   private async releaseGen(g: Gen): Promise<void> {
-    // Keep the references: an export holding its own reference may still read through them.
-    for (const s of g.segments) s.file.release();
+    // An export holding its own reference may still read through them (see SegmentFile.retire).
+    for (const s of g.segments) s.file.retire();
     await g.manifest?.close();
   }
 }
 
 function storedFields(c: ModelLogConfig): StoredFields {
   return c.types === undefined ? { names: c.fields } : { names: c.fields, types: c.types };
-}
-
-function validatePage(q: PageQuery, fields: readonly string[]): Projection {
-  if (!Number.isSafeInteger(q?.current) || q.current < 1) {
-    throw new InvalidArgumentError(`current must be an integer >= 1, got ${String(q?.current)}`);
-  }
-  if (!Number.isSafeInteger(q.size) || q.size < 1 || q.size > PAGE_SIZE_MAX) {
-    throw new InvalidArgumentError(`size must be an integer in [1, ${PAGE_SIZE_MAX}], got ${String(q.size)}`);
-  }
-  if (q.order !== 'asc' && q.order !== 'desc') throw new InvalidArgumentError(`order must be asc or desc, got ${String(q.order)}`);
-  return projection(fields, q.select);
 }

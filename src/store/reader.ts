@@ -6,9 +6,9 @@ import { Unpackr } from 'msgpackr';
 import { checkFrame, findNextFrame, frameId, frameTs, FRAME_HEADER_BYTES } from './frame.js';
 import type { FileIo } from './file-io.js';
 import type { Segment } from './segment.js';
-import type { RecordView } from './types.js';
+import type { PageQuery, RecordView } from './types.js';
 import { InvalidArgumentError } from '../errors.js';
-import { SPARSE_STRIDE } from './constants.js';
+import { PAGE_SIZE_MAX, SPARSE_STRIDE } from './constants.js';
 
 export interface StoredRecord {
   id: number;
@@ -57,6 +57,31 @@ export async function readPlanned(io: FileIo, parts: readonly Part[], lost: Lost
     return out;
   } finally {
     for (const f of files) f.release();
+  }
+}
+
+/**
+ * The segments an export reads, taken when it starts (the list is copied, each file retained) and let go
+ * one by one as the export passes them, so that a clear, drop or close in the middle keeps open only the
+ * files the export has still to read (see SegmentFile.retire).
+ */
+export class HeldSegments {
+  readonly segments: readonly Segment[];
+  private released = 0;
+
+  constructor(segments: readonly Segment[]) {
+    this.segments = segments.slice();
+    for (const s of this.segments) s.file.retain();
+  }
+
+  /** Reads from `id` on never plan a segment before the one holding it (planParts starts there). */
+  releaseBefore(id: number): void {
+    const first = segmentIndexOf(this.segments, id);
+    while (this.released < first) this.segments[this.released++].file.release();
+  }
+
+  releaseAll(): void {
+    while (this.released < this.segments.length) this.segments[this.released++].file.release();
   }
 }
 
@@ -148,6 +173,18 @@ export interface Projection {
   /** Indexes into the model fields. */
   fields: number[];
   names: readonly string[];
+}
+
+/** Checks a page query; returns its projection. */
+export function validatePage(q: PageQuery, fields: readonly string[]): Projection {
+  if (!Number.isSafeInteger(q?.current) || q.current < 1) {
+    throw new InvalidArgumentError(`current must be an integer >= 1, got ${String(q?.current)}`);
+  }
+  if (!Number.isSafeInteger(q.size) || q.size < 1 || q.size > PAGE_SIZE_MAX) {
+    throw new InvalidArgumentError(`size must be an integer in [1, ${PAGE_SIZE_MAX}], got ${String(q.size)}`);
+  }
+  if (q.order !== 'asc' && q.order !== 'desc') throw new InvalidArgumentError(`order must be asc or desc, got ${String(q.order)}`);
+  return projection(fields, q.select);
 }
 
 export function projection(fields: readonly string[], select: readonly string[] | undefined): Projection {

@@ -27,6 +27,7 @@ import { type StoredFields, checkFieldsSync, writeFieldsSync } from './fields-fi
 import { type FileIo, fsyncDirSync, writeFileAtomicSync } from './file-io.js';
 import { FRAME_BYTES_MAX, FRAME_HEADER_BYTES, checkFrame, frameBytes, u32 } from './frame.js';
 import type { RecoveryReport } from './types.js';
+import type { SealedFdCache } from './sealed-fds.js';
 
 export interface OpenedModel {
   segments: Segment[];
@@ -50,7 +51,8 @@ export function createModelDirSync(io: FileIo, dir: string, seg: Segment, fields
   return manifest;
 }
 
-export function openModelDirSync(io: FileIo, dir: string, modelId: string, fields: StoredFields): OpenedModel {
+/** Leaves the active segment's fd and the manifest's open; sealed segments open on demand within `sealedFds`. */
+export function openModelDirSync(io: FileIo, dir: string, modelId: string, fields: StoredFields, sealedFds: SealedFdCache): OpenedModel {
   const t0 = performance.now();
   const report: RecoveryReport = {
     modelId,
@@ -73,8 +75,8 @@ export function openModelDirSync(io: FileIo, dir: string, modelId: string, field
   const m = read.manifest;
   const segNos = retireBelow(dir, listSegments(dir), m?.firstSegNo ?? 0);
   dropEmptyTail(dir, segNos, m?.checkpoint, report);
-  const segments = loadSegments(io, dir, segNos, m, report, fields);
-  continueAfterHandedOut(dir, segments, m?.checkpoint.lastId ?? 0, report);
+  const segments = loadSegments(io, dir, segNos, m, report, fields, sealedFds);
+  continueAfterHandedOut(dir, segments, m?.checkpoint.lastId ?? 0, report, sealedFds);
   const manifest = read.manifest ? ManifestWriter.openSync(io, dir, read.seq) : ManifestWriter.createSync(io, dir, manifestOf(segments));
   if (read.manifest) manifest.writeSync(manifestOf(segments));
   reportGaps(segments, report);
@@ -178,6 +180,7 @@ function loadSegments(
   m: Manifest | undefined,
   report: RecoveryReport,
   fields: StoredFields,
+  sealedFds: SealedFdCache,
 ): Segment[] {
   if (segNos.length === 0) {
     const seg = new Segment(m?.firstSegNo ?? 1, m?.firstId ?? 1, Date.now());
@@ -189,13 +192,25 @@ function loadSegments(
   for (let i = 0; i < segNos.length; i++) {
     const isActive = i === segNos.length - 1;
     const prev = segments[i - 1];
-    const fd = fs.openSync(`${dir}/${segmentName(segNos[i])}`, 'r+');
-    const seg = segmentFromHeader(fd, segNos[i], prev ? prev.lastId + 1 : (m?.firstId ?? 1));
-    seg.file.attach(fd);
-    const size = fs.fstatSync(fd).size;
-    if (isActive) adoptedClean = openActive(dir, seg, fd, size, m, report);
-    else openSealed(dir, seg, fd, size, report);
-    segments.push(seg);
+    const file = `${dir}/${segmentName(segNos[i])}`;
+    const fd = fs.openSync(file, 'r+');
+    let kept = false;
+    try {
+      const seg = segmentFromHeader(fd, segNos[i], prev ? prev.lastId + 1 : (m?.firstId ?? 1));
+      const size = fs.fstatSync(fd).size;
+      if (isActive) {
+        adoptedClean = openActive(dir, seg, fd, size, m, report);
+        seg.file.attach(fd);
+        kept = true;
+      } else {
+        // One file open at a time: a sealed segment is opened again only when a read needs it.
+        openSealed(dir, seg, fd, size, report);
+        seg.file.seal(file, sealedFds);
+      }
+      segments.push(seg);
+    } finally {
+      if (!kept) fs.closeSync(fd);
+    }
   }
   report.clean = adoptedClean && report.rebuiltIndexes === 0;
   return segments;
@@ -264,7 +279,7 @@ function adoptCleanIndex(dir: string, seg: Segment, fd: number, size: number, la
  * now ends before it (a lost tail, a deleted or cut active segment), the ids in between are reported lost
  * and the next id continues after it, in a new active segment, so no id ever names two records.
  */
-function continueAfterHandedOut(dir: string, segments: Segment[], handedOutMax: number, report: RecoveryReport): void {
+function continueAfterHandedOut(dir: string, segments: Segment[], handedOutMax: number, report: RecoveryReport, sealedFds: SealedFdCache): void {
   const active = segments[segments.length - 1];
   if (handedOutMax <= active.lastId) return;
   addLostRange(report.lostRanges, active.lastId + 1, handedOutMax);
@@ -274,13 +289,14 @@ function continueAfterHandedOut(dir: string, segments: Segment[], handedOutMax: 
     active.seal();
     writeFileAtomicSync(dir, indexName(active.segNo), encodeIndex(indexOf(active)));
     active.sealedOnDisk = true;
+    active.file.seal(`${dir}/${segmentName(active.segNo)}`, sealedFds);
     next.file.attach(createSegmentFileSync(dir, header));
     fsyncDirSync(dir);
     segments.push(next);
     return;
   }
   // An empty active segment takes the new first id in its header instead: no empty segment is ever sealed.
-  active.file.release();
+  active.file.retire();
   const fd = fs.openSync(`${dir}/${segmentName(active.segNo)}`, 'r+');
   fs.writeSync(fd, encodeSegmentHeader(header), 0, SEGMENT_HEADER_BYTES, 0);
   fs.fdatasyncSync(fd);

@@ -42,7 +42,8 @@ export async function applyRetention(
   while (segments.length > 1 && segments[0].sealedOnDisk && segments[0].lastId < newestId && exceeded(segments, limits, nowMs)) {
     await manifest.write(() => manifestOf(segments.slice(1)));
     const head = segments.shift() as Segment;
-    head.file.release();
+    // Reads still holding the segment get its fd now, before the unlink (see SegmentFile.retire).
+    head.file.retire();
     await io.remove(`${dir}/${segmentName(head.segNo)}`);
     await io.remove(`${dir}/${indexName(head.segNo)}`);
     removed++;

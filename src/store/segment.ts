@@ -6,7 +6,8 @@
 import fs from 'node:fs';
 import { crc32c } from './crc32c.js';
 import { u32, f64 } from './frame.js';
-import { type FileIo, SegmentFile, readFully, writeFully } from './file-io.js';
+import { type FileIo, readFully, writeFully } from './file-io.js';
+import { SegmentFile } from './segment-file.js';
 import { assert, SPARSE_STRIDE } from './constants.js';
 
 export const SEGMENT_HEADER_BYTES = 32;
@@ -78,7 +79,7 @@ export class Segment {
   maxTs = 0;
   lastFrameOffset = 0;
   lastFrameCrc = 0;
-  /** See SegmentFile: the generation's reference is taken here; the fd comes with the file. */
+  /** See SegmentFile: the generation's reference is taken here; the fd comes with the file, and goes once it is sealed. */
   readonly file = new SegmentFile();
   /** Its data was fdatasync'ed and its index file written (by a seal, or found so at open): retention may remove it. */
   sealedOnDisk = false;
@@ -143,7 +144,8 @@ export class Segment {
 
   /**
    * Bytes [start, end): the part still in memory is copied synchronously, the part below writtenBytes
-   * is read from the file afterwards. The caller holds a reference to `file` (taken when it planned the read).
+   * is read from the file afterwards. The caller holds a reference to `file` (taken when it planned the read),
+   * so the file is there to open when the segment is sealed and idle.
    */
   async readBytes(io: FileIo, start: number, end: number): Promise<Buffer> {
     const out = Buffer.allocUnsafe(end - start);
@@ -154,7 +156,7 @@ export class Segment {
       if (from < to) c.buf.copy(out, from - start, from - c.base, to - c.base);
     }
     if (fileEnd > start) {
-      await readFully(io, this.file.fd, out, 0, fileEnd - start, start);
+      await this.file.use((fd) => readFully(io, fd, out, 0, fileEnd - start, start));
       for (const u of this.unsynced) {
         const from = Math.max(start, u.base);
         const to = Math.min(fileEnd, u.base + u.buf.length);

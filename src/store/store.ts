@@ -7,10 +7,12 @@ import path from 'node:path';
 import { ModelLog } from './model-log.js';
 import { DirLock } from './dir-lock.js';
 import { type FileIo, nodeFileIo } from './file-io.js';
+import { SealedFdCache } from './sealed-fds.js';
 import { fsyncDir, mkdirDurable } from '../util/atomic-file.js';
 import {
   MODEL_FIELDS_MAX,
   READ_ONLY_RETRY_MS_DEFAULT,
+  SEALED_FDS_MAX_DEFAULT,
   validateModelId,
   validateRetention,
   validateStoreOptions,
@@ -33,6 +35,8 @@ export class Store {
   private readonly models = new Map<string, ModelLog>();
   private trashSeq = 0;
   private closed = false;
+  /** One budget for every model: the number of segments never decides how many files are open. */
+  private readonly sealedFds: SealedFdCache;
 
   private constructor(
     readonly options: StoreOptions,
@@ -40,7 +44,9 @@ export class Store {
     private readonly readOnlyRetryMs: number,
     private readonly lock: DirLock,
     private readonly warn: (message: string) => void,
-  ) {}
+  ) {
+    this.sealedFds = new SealedFdCache(options.sealedFdsMax ?? SEALED_FDS_MAX_DEFAULT);
+  }
 
   static async open(options: StoreOptions, hooks: StoreHooks = {}): Promise<Store> {
     validateStoreOptions(options);
@@ -77,6 +83,7 @@ export class Store {
       readOnlyRetryMs: this.readOnlyRetryMs,
       trashDir: () => this.trashPath(modelId),
       warn: this.warn,
+      sealedFds: this.sealedFds,
     });
     this.models.set(modelId, log);
     return log;

@@ -21,6 +21,11 @@ export interface StoreOptions {
   retention: RetentionLimits;
   /** Age retention waits while the wall clock jumped more than this since the last check (default 300 s). */
   clockJumpMaxMs?: number;
+  /**
+   * Idle read-only fds of sealed segments kept open, over all models (default 64). A sealed segment holds
+   * no fd otherwise: a read opens it, and the least recently read idle one is closed to make room.
+   */
+  sealedFdsMax?: number;
 }
 
 /** Whole sealed segments are removed from the head while any limit is exceeded. 0 = no limit. */

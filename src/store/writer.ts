@@ -12,6 +12,7 @@ import { FLUSH_DELAY_MS, UNSYNCED_BYTES_MAX, WRITE_CHUNK_BYTES, assert } from '.
 import type { Durability, ModelLogState } from './types.js';
 import { StoreReadOnlyError } from '../errors.js';
 import type { LatencyHistogram } from './latency.js';
+import type { SealedFdCache } from './sealed-fds.js';
 
 /** Chunks per writev (IOV_MAX is 1024 on Linux). */
 const WRITEV_CHUNKS_MAX = 512;
@@ -54,6 +55,8 @@ export interface WriterOptions {
   onSealed: () => void;
   /** Observes the duration of every successful fdatasync of a segment file. */
   fsyncLatency?: LatencyHistogram;
+  /** Where a sealed segment's reads open it (the writer's fd is closed at the seal). */
+  sealedFds: SealedFdCache;
 }
 
 export class Writer {
@@ -460,6 +463,8 @@ export class Writer {
     if (!next.file.attached) next.file.attach(await this.createSegmentFile(next));
     if (this.closed) return;
     this.fileSeg = next;
+    // A retried seal (its checkpoint failed) finds the segment sealed already.
+    if (!seg.sealedOnDisk) seg.file.seal(`${this.o.dir}/${segmentName(seg.segNo)}`, this.o.sealedFds);
     seg.sealedOnDisk = true;
     await this.o.checkpoint();
     this.o.onSealed();

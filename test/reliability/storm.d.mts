@@ -11,4 +11,4 @@ export interface StormCounts {
   status5xx: number;
   refused: number;
 }
-export declare function runStorm(o?: { seconds?: number; models?: number; progress?: (line: string) => void }): Promise<{ problems: string[]; counts: StormCounts }>;
+export declare function runStorm(o?: { seconds?: number; models?: number; sealedFdsMax?: number; progress?: (line: string) => void }): Promise<{ problems: string[]; counts: StormCounts }>;

@@ -26,7 +26,7 @@ const SEQ_BASE = 100_000_000;
  * Runs one storm; returns `{ problems, counts }` (problems empty = passed). `models` models side by side,
  * each with its own clients.
  */
-export async function runStorm({ seconds = 10, models = 1, progress = () => {} } = {}) {
+export async function runStorm({ seconds = 10, models = 1, sealedFdsMax = undefined, progress = () => {} } = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'edc-storm-'));
   const problems = [];
   const problem = (msg) => {
@@ -35,7 +35,12 @@ export async function runStorm({ seconds = 10, models = 1, progress = () => {} }
   const counts = { pushes: 0, records: 0, pages: 0, lastReads: 0, exports: 0, exportedRecords: 0, clears: 0, status5xx: 0, refused: 0 };
   const { file } = writeConfig(dir, {
     // The default interval: pushes answer without waiting for it (contract 9); a restart still keeps them all.
-    store: { sync: 'interval', segment_bytes: SEGMENT_BYTES, retention_max_records: RETENTION_RECORDS },
+    store: {
+      sync: 'interval',
+      segment_bytes: SEGMENT_BYTES,
+      retention_max_records: RETENTION_RECORDS,
+      ...(sealedFdsMax === undefined ? {} : { sealed_fds_max: sealedFdsMax }),
+    },
   });
   let svc = await startService(file);
   try {
@@ -215,10 +220,11 @@ async function checkStored(base, st, problem, when) {
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const { values } = parseArgs({ options: { seconds: { type: 'string' }, models: { type: 'string' } } });
+  const { values } = parseArgs({ options: { seconds: { type: 'string' }, models: { type: 'string' }, 'sealed-fds-max': { type: 'string' } } });
   const { problems, counts } = await runStorm({
     seconds: Number(values.seconds ?? 15),
     models: Number(values.models ?? 1),
+    sealedFdsMax: values['sealed-fds-max'] === undefined ? undefined : Number(values['sealed-fds-max']),
     progress: (line) => console.error(line),
   });
   console.log(JSON.stringify({ passed: problems.length === 0, counts, problems }, null, 2));

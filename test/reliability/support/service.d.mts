@@ -30,7 +30,14 @@ export interface ServiceChild {
 }
 export declare function startService(
   configFile: string,
-  opts?: { env?: Record<string, string>; startTimeoutMs?: number; wrap?: string[] },
+  opts?: {
+    env?: Record<string, string>;
+    startTimeoutMs?: number;
+    /** A command the service runs under (e.g. fiu-run -x ...), which must exec it in place. */
+    wrap?: string[];
+    /** Runs the service under `prlimit --nofile=<fdLimit>`: its open-file limit. */
+    fdLimit?: number;
+  },
 ): Promise<ServiceChild>;
 
 export interface Answer {

@@ -57,6 +57,8 @@ export function startService(configFile, opts = {}) {
   if (!fs.existsSync(cliPath)) throw new Error(`${cliPath} missing: run \`npx tsc -p tsconfig.json\` (npm test does)`);
   // `wrap`: a command the service runs under (e.g. fiu-run -x ...), which must exec it in place.
   const argv = [...(opts.wrap ?? []), process.execPath, cliPath, 'serve', '--config', configFile];
+  // prlimit execs the service, so the child's pid and signals are the service's own.
+  if (opts.fdLimit !== undefined) argv.unshift('prlimit', `--nofile=${opts.fdLimit}:${opts.fdLimit}`);
   const child = spawn(argv[0], argv.slice(1), {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...(opts.env ?? {}) },

@@ -104,6 +104,8 @@ export class ModelOfLog {
     expect(lastId, `${this.name}: acknowledged records survive a crash`).toBeGreaterThanOrEqual(ackedThrough);
     expect(lastId).toBeLessThanOrEqual(this.entries.length);
     let handedOut = lastId;
+    // Holes an earlier crash left after the surviving records stay handed out; that open reported them, this one need not.
+    for (let id = lastId + 1; id <= this.entries.length; id++) if (this.entries[id - 1] === undefined) handedOut = id;
     const seen = `lost ${JSON.stringify(lost)}, newest records ${JSON.stringify(records.slice(-3).map((r) => r.id))}`;
     for (const r of lost) {
       expect(r.fromId, `${this.name}: only ids past the surviving records are lost (${seen})`).toBeGreaterThan(lastId);

@@ -1,7 +1,8 @@
 /**
  * Seeded interleavings of two models' logs in one store: appends, update-lasts, durable waits, pages,
  * latest reads, exports, retention, clear, clean restarts and crashes (kill -9 emulation), with tiny
- * segments so that seals come every few records. Operations start in schedule order without waiting for
+ * segments so that seals come every few records, and a budget of one to three fds for sealed segments
+ * (shared by both models), so that reads open and evict segment files all the time. Operations start in schedule order without waiting for
  * each other; `advance` lets the scheduler release file operations, so reads, seals, retention and
  * clears overlap in every order the seed picks. Every read is checked against the model as it was when
  * the read was called, and the run ends with both logs compared whole before and after a restart.
@@ -19,7 +20,7 @@ import { FIELDS, ModelOfLog, checkRecord, pageIds } from './model.js';
 import { ScheduledIo, openFilesUnder } from './scheduled-io.js';
 
 const MODELS = ['a', 'b'] as const;
-const SEGMENT_BYTES = 512;
+const SEGMENT_BYTES = 256;
 
 export type Op =
   | { k: 'append'; m: number; n: number }
@@ -57,7 +58,7 @@ export const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 6, arbitrary: fc.record({ k: fc.constant('advance' as const), steps: fc.integer({ min: 1, max: 8 }) }) },
 );
 
-export const scheduleArb = fc.array(opArb, { minLength: 1, maxLength: 40 });
+export const scheduleArb = fc.array(opArb, { minLength: 1, maxLength: 40, size: 'medium' });
 
 /** Settles `p` by releasing scheduled file operations one at a time; fails when nothing can make progress. */
 async function driveUntil<T>(s: fc.Scheduler, p: Promise<T>, what: string): Promise<T> {
@@ -96,11 +97,13 @@ class Run {
   constructor(
     private readonly s: fc.Scheduler,
     private readonly dir: string,
+    private readonly sealedFdsMax: number,
   ) {}
 
   async open(): Promise<void> {
     const io = new ScheduledIo(this.s);
-    const opening = Store.open(storeOptions({ rootDir: this.dir, durability: 'always', segmentBytesMax: SEGMENT_BYTES }), { fileIo: io });
+    const options = storeOptions({ rootDir: this.dir, durability: 'always', segmentBytesMax: SEGMENT_BYTES, sealedFdsMax: this.sealedFdsMax });
+    const opening = Store.open(options, { fileIo: io });
     this.store = await driveUntil(this.s, opening, 'store open');
     this.logs = [];
     for (const name of MODELS) this.logs.push(await this.store.openModel(name, { fields: [...FIELDS] }));
@@ -172,6 +175,9 @@ class Run {
   async finish(): Promise<void> {
     await driveUntil(this.s, Promise.all([...this.pending]), 'operations in flight');
     this.throwFailures();
+    // No read in flight: each model's active segment, and at most the budget of idle sealed ones.
+    const segmentsOpen = openFilesUnder(this.dir).filter((f) => f.includes('.log'));
+    expect(segmentsOpen.length, `segment files open: ${segmentsOpen.join(', ')}`).toBeLessThanOrEqual(MODELS.length + this.sealedFdsMax);
     for (let round = 0; round < 2; round++) {
       for (let i = 0; i < MODELS.length; i++) {
         expect(this.logs[i].stats().state, MODELS[i]).toBe('ok');
@@ -261,10 +267,10 @@ function collect(log: ModelLog): Promise<RecordView[]> {
   })();
 }
 
-export async function runSchedule(s: fc.Scheduler, ops: readonly Op[]): Promise<void> {
+export async function runSchedule(s: fc.Scheduler, ops: readonly Op[], sealedFdsMax: number): Promise<void> {
   const dir = fs.mkdtempSync(path.join(fs.existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir(), 'interleave-'));
   try {
-    const run = new Run(s, dir);
+    const run = new Run(s, dir, sealedFdsMax);
     await run.open();
     for (const op of ops) await run.apply(op);
     await run.finish();
@@ -285,8 +291,8 @@ export interface InterleaveOptions {
 export async function checkInterleavings(o: InterleaveOptions): Promise<void> {
   let done = 0;
   await fc.assert(
-    fc.asyncProperty(fc.scheduler(), scheduleArb, async (s, ops) => {
-      await runSchedule(s, ops);
+    fc.asyncProperty(fc.scheduler(), scheduleArb, fc.integer({ min: 1, max: 3 }), async (s, ops, sealedFdsMax) => {
+      await runSchedule(s, ops, sealedFdsMax);
       if (o.progress && ++done % (o.every ?? 100) === 0) o.progress(done);
     }),
     { seed: o.seed, numRuns: o.runs, endOnFailure: false, verbose: 1 },

@@ -2,7 +2,9 @@
  * The engine's file layer with every operation held until a seeded fast-check scheduler releases it, then
  * done synchronously on the real file system. All async I/O of the store (segment writes, reads,
  * fdatasyncs, seals, index and manifest writes, retention unlinks, clear's renames) therefore happens at
- * points the seed picks, and a schedule replays exactly.
+ * points the seed picks, and a schedule replays exactly. An operation on an fd checks, when it runs, that
+ * the fd still names the file it named when the operation was called: an fd closed meanwhile, and maybe
+ * reused for another file, fails the operation instead of reading or writing the wrong file.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -13,19 +15,19 @@ export class ScheduledIo implements FileIo {
   constructor(private readonly s: Scheduler) {}
 
   writev(fd: number, bufs: Buffer[], pos: number): Promise<number> {
-    return this.step(`writev ${fdName(fd)}@${pos}`, () => fs.writevSync(fd, bufs, pos));
+    return this.stepOn(fd, `writev ${fdName(fd)}@${pos}`, () => fs.writevSync(fd, bufs, pos));
   }
 
   read(fd: number, buf: Buffer, off: number, len: number, pos: number): Promise<number> {
-    return this.step(`read ${fdName(fd)}@${pos}+${len}`, () => fs.readSync(fd, buf, off, len, pos));
+    return this.stepOn(fd, `read ${fdName(fd)}@${pos}+${len}`, () => fs.readSync(fd, buf, off, len, pos));
   }
 
   fdatasync(fd: number): Promise<void> {
-    return this.step(`fdatasync ${fdName(fd)}`, () => fs.fdatasyncSync(fd));
+    return this.stepOn(fd, `fdatasync ${fdName(fd)}`, () => fs.fdatasyncSync(fd));
   }
 
   ftruncate(fd: number, len: number): Promise<void> {
-    return this.step(`ftruncate ${fdName(fd)} ${len}`, () => fs.ftruncateSync(fd, len));
+    return this.stepOn(fd, `ftruncate ${fdName(fd)} ${len}`, () => fs.ftruncateSync(fd, len));
   }
 
   createFile(file: string, head: Buffer): Promise<number> {
@@ -43,7 +45,7 @@ export class ScheduledIo implements FileIo {
   }
 
   overwrite(fd: number, data: Buffer, pos: number): Promise<void> {
-    return this.step(`overwrite ${fdName(fd)}@${pos}`, () => {
+    return this.stepOn(fd, `overwrite ${fdName(fd)}@${pos}`, () => {
       fs.writeSync(fd, data, 0, data.length, pos);
       fs.fdatasyncSync(fd);
     });
@@ -64,6 +66,24 @@ export class ScheduledIo implements FileIo {
   private async step<T>(label: string, run: () => T): Promise<T> {
     await this.s.schedule(Promise.resolve(), label);
     return run();
+  }
+
+  private async stepOn<T>(fd: number, label: string, run: () => T): Promise<T> {
+    const file = fileOf(fd);
+    await this.s.schedule(Promise.resolve(), label);
+    const now = fileOf(fd);
+    if (now !== file) throw new Error(`${label}: fd ${fd} was closed while the operation waited (it now names ${now})`);
+    return run();
+  }
+}
+
+/** Device and inode of the file an fd names (a rename or unlink keeps them); 'closed' for a closed fd. */
+function fileOf(fd: number): string {
+  try {
+    const st = fs.fstatSync(fd);
+    return `${st.dev}:${st.ino}`;
+  } catch {
+    return 'closed';
   }
 }
 

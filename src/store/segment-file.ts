@@ -1,0 +1,179 @@
+/**
+ * The file of one segment, counted by its holders: the generation that lists the segment (one reference
+ * from birth), each reader that planned a read of it, and each operation running on its fd. While the
+ * segment is active the writer's fd is attached to the handle (by the open or by the seal job that creates
+ * the file). Once it is sealed on disk the handle keeps only its path: a read opens it read-only within
+ * the store's budget (`SealedFdCache`), and the fd is closed when the cache evicts it idle. When the
+ * generation lets go (`retire`) while reads still hold the handle, the file is opened for them at once,
+ * before retention, clear or drop can unlink or move it, and kept open until the last one lets go.
+ * Every fd is closed exactly once and never while an operation uses it, so no holder ever uses a closed,
+ * possibly reused, fd number.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { assert } from './constants.js';
+import { errorCode } from './file-io.js';
+import type { SealedFdCache, SealedFdHolder } from './sealed-fds.js';
+import { UnavailableError } from '../errors.js';
+
+export class SegmentFile implements SealedFdHolder {
+  private refs = 1;
+  /** Operations running on the fd now (reads, the writer's steps); each also holds a reference. */
+  private uses = 0;
+  private fdOrUndefined: number | undefined;
+  /** Set once the segment is sealed on disk: where reads open it, within which budget. */
+  private sealedAt: { file: string; cache: SealedFdCache } | undefined;
+  /** The fd was opened on demand and is accounted for by the cache. */
+  private cached = false;
+  /** The generation let go (retention, clear, close, drop, abandon). */
+  private retired = false;
+  /** Why a retired file could not be kept open for the reads that still hold it. */
+  private lost: Error | undefined;
+
+  /** The file exists and the handle reaches it: an fd is attached, or it is sealed and opens on demand. */
+  get attached(): boolean {
+    return this.fdOrUndefined !== undefined || this.sealedAt !== undefined;
+  }
+
+  get idle(): boolean {
+    return this.uses === 0;
+  }
+
+  /** Gives an active segment's handle its fd; when every holder has already let go, the fd is closed at once. */
+  attach(fd: number): void {
+    assert(this.fdOrUndefined === undefined && this.sealedAt === undefined, 'a segment file is attached once');
+    if (this.refs === 0) closeQuietly(fd);
+    else this.fdOrUndefined = fd;
+  }
+
+  /**
+   * The segment is sealed on disk as `file`: reads open it on demand within `cache`'s budget from now on.
+   * The writer's fd is closed as soon as no operation uses it.
+   */
+  seal(file: string, cache: SealedFdCache): void {
+    assert(this.refs > 0 && !this.retired && this.sealedAt === undefined, 'a listed segment file is sealed once');
+    this.sealedAt = { file, cache };
+    if (this.uses === 0 && this.fdOrUndefined !== undefined) this.closeFd();
+  }
+
+  retain(): this {
+    assert(this.refs > 0, 'retain of a released segment file');
+    this.refs++;
+    return this;
+  }
+
+  /** Runs `fn` with the fd held (opened first if the segment is sealed), so nothing closes it mid-operation. */
+  async use<T>(fn: (fd: number) => Promise<T>): Promise<T> {
+    const fd = this.acquire();
+    try {
+      return await fn(fd);
+    } finally {
+      this.endUse();
+    }
+  }
+
+  useSync<T>(fn: (fd: number) => T): T {
+    const fd = this.acquire();
+    try {
+      return fn(fd);
+    } finally {
+      this.endUse();
+    }
+  }
+
+  release(): void {
+    assert(this.refs > 0, 'release of a segment file more often than it was retained');
+    this.refs--;
+    if (this.refs === 0 && this.fdOrUndefined !== undefined) this.closeFd();
+  }
+
+  /**
+   * The generation's release. Its file may be unlinked or moved right after, so a sealed file that reads
+   * still hold is opened now (outside the budget) and stays open until the last of them lets go.
+   */
+  retire(): void {
+    assert(!this.retired, 'a segment file is retired once');
+    this.retired = true;
+    if (this.refs > 1 && this.sealedAt !== undefined) this.pin(this.sealedAt);
+    this.release();
+  }
+
+  /** The cache closes an idle fd to stay within its budget; the next read opens the file again. */
+  evict(): void {
+    assert(this.uses === 0 && this.cached, 'only an idle cached fd is evicted');
+    this.closeFd();
+  }
+
+  private pin(at: { file: string; cache: SealedFdCache }): void {
+    if (this.cached) {
+      at.cache.forget(this);
+      this.cached = false;
+    }
+    if (this.fdOrUndefined !== undefined) return;
+    try {
+      this.fdOrUndefined = at.cache.openReadOnly(at.file);
+    } catch (e) {
+      this.lost = openError(at.file, e, 'kept open for a read in flight');
+    }
+  }
+
+  private acquire(): number {
+    assert(this.refs > 0, 'segment fd used while held');
+    let fd = this.fdOrUndefined;
+    if (fd === undefined) {
+      if (this.lost) throw this.lost;
+      const at = this.sealedAt;
+      assert(at !== undefined && !this.retired, 'only a listed sealed segment opens its file on demand');
+      try {
+        fd = at.cache.openFor(this, at.file);
+      } catch (e) {
+        throw openError(at.file, e, 'opened for a read');
+      }
+      this.fdOrUndefined = fd;
+      this.cached = true;
+    } else if (this.cached) {
+      this.sealedAt?.cache.touch(this);
+    }
+    this.uses++;
+    this.refs++;
+    return fd;
+  }
+
+  private endUse(): void {
+    this.uses--;
+    // A retired file keeps its fd for the reads that hold it; a listed sealed one gives it to the cache or,
+    // the writer's fd left over from before the seal, closes it.
+    if (this.uses === 0 && this.fdOrUndefined !== undefined && this.sealedAt !== undefined && !this.retired) {
+      if (this.cached) this.sealedAt.cache.idle();
+      else this.closeFd();
+    }
+    this.release();
+  }
+
+  private closeFd(): void {
+    const fd = this.fdOrUndefined as number;
+    this.fdOrUndefined = undefined;
+    if (this.cached) {
+      this.sealedAt?.cache.forget(this);
+      this.cached = false;
+    }
+    closeQuietly(fd);
+  }
+}
+
+/** close(2) releases the fd number even when it reports an error; there is nothing left to do with it. */
+function closeQuietly(fd: number): void {
+  try {
+    fs.closeSync(fd);
+  } catch {
+    // see above
+  }
+}
+
+function openError(file: string, err: unknown, what: string): Error {
+  const code = errorCode(err);
+  if (code !== 'EMFILE' && code !== 'ENFILE') return err as Error;
+  return new UnavailableError(`too many open files (${code}): segment file ${path.basename(file)} could not be ${what}; try again later`, 1, {
+    cause: err,
+  });
+}
