@@ -53,6 +53,8 @@ export class AgeClock {
   }
 }
 
+/** A damaged frame can carry any timestamp: one out of Date's range is shown as a number. */
 function iso(ms: number): string {
-  return new Date(ms).toISOString();
+  const d = new Date(ms);
+  return Number.isNaN(d.getTime()) ? `${ms} ms` : d.toISOString();
 }
