@@ -27,13 +27,18 @@ describe('SecretSet (constant-time comparison, functionally)', () => {
     const set = new SecretSet([secret, 'other']);
     const time = (candidate: string): number => {
       const t0 = process.hrtime.bigint();
-      for (let i = 0; i < 20_000; i++) set.matches(candidate);
+      for (let i = 0; i < 5_000; i++) set.matches(candidate);
       return Number(process.hrtime.bigint() - t0);
     };
     time(secret); // warm up
-    const hit = time(secret);
-    const near = time(`${'k'.repeat(63)}x`);
-    const far = time('z');
+    // The fastest of several interleaved rounds: a busy machine only ever adds time, never removes it.
+    const best = { hit: Infinity, near: Infinity, far: Infinity };
+    for (let round = 0; round < 7; round++) {
+      best.hit = Math.min(best.hit, time(secret));
+      best.near = Math.min(best.near, time(`${'k'.repeat(63)}x`));
+      best.far = Math.min(best.far, time('z'));
+    }
+    const { hit, near, far } = best;
     // Generous bounds: this only catches an early-exit comparison, not nanosecond leaks.
     expect(near / hit).toBeGreaterThan(0.33);
     expect(near / hit).toBeLessThan(3);
