@@ -1,7 +1,7 @@
 /**
  * One slow input does not hold an unrelated one: input A's rule busy-loops 150 ms on every payload
  * (under the default 200 ms limit) and A is pushed without pause; input B's one-line pushes still
- * answer within 300 ms (p99). One worker, the default on a 2-core machine (cores - 1), so B can only ever
+ * answer within 500 ms (p99; before the fix 1.8 s). One worker, the default on a 2-core machine (cores - 1), so B can only ever
  * wait for the invocation A is running: tasks of a slow rule carry one payload, and a freed worker
  * goes to the input holding the fewest. Real engine, real worker thread.
  */
@@ -23,7 +23,7 @@ function percentile(values: number[], p: number): number {
 }
 
 describe('fairness between inputs', () => {
-  it('B answers within 300 ms (p99) while A runs a 150 ms rule on every payload, pushed without pause', async () => {
+  it('B answers within 500 ms (p99) while A runs a 150 ms rule on every payload, pushed without pause', async () => {
     h = await openHarness({ workers: 1, timeoutMs: 200, hardTimeoutMs: 2000 });
     const model = await h.model([{ name: 'v', type: 'STRING' }]);
     const a = await inputWithRule(
@@ -59,7 +59,7 @@ describe('fairness between inputs', () => {
     })();
     await Promise.all([bClient, ...aClients]);
     expect(latencies.length).toBeGreaterThan(20);
-    expect(percentile(latencies, 99), `B latencies ${latencies.map(Math.round).join(' ')}`).toBeLessThan(300);
+    expect(percentile(latencies, 99), `B latencies ${latencies.map(Math.round).join(' ')}`).toBeLessThan(500);
     // A kept its worker busy all along (it was not starved to make room for B).
     expect(aAccepted).toBeGreaterThan((RUN_MS / SLOW_MS) * 0.5);
     expect(h.engine.faults()).toEqual([]);
