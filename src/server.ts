@@ -42,6 +42,7 @@ export function storeOptionsOf(config: Config): StoreOptions {
     },
     clockJumpMaxMs: s.clockJumpMaxS * 1000,
     sealedFdsMax: s.sealedFdsMax,
+    diskReserveBytes: s.diskReserveBytes,
   };
 }
 

@@ -196,6 +196,12 @@ export const CONFIG_KEYS: readonly KeySpec[] = [
       + 'when it needs it; the least recently read idle one is closed to make room.',
   },
   {
+    section: 'store', key: 'disk_reserve_bytes',
+    target: ['store', 'diskReserveBytes'], kind: 'int', min: 0, max: Number.MAX_SAFE_INTEGER, default: 268_435_456,
+    help: 'Below this much free space on the data directory\'s filesystem, writes are refused (503) until\n'
+      + 'space returns; reads go on. 0 turns it off.',
+  },
+  {
     section: 'scripts', key: 'workers',
     target: ['scripts', 'workers'], kind: 'int', min: 0, max: 256, default: 0,
     help: 'Lua worker threads; 0 = CPU cores - 1, at least 1.',

@@ -46,6 +46,8 @@ export interface Config {
     clockJumpMaxS: number;
     /** Idle fds of sealed segments the store keeps open (StoreOptions.sealedFdsMax). */
     sealedFdsMax: number;
+    /** Free bytes below which writes are refused (StoreOptions.diskReserveBytes). */
+    diskReserveBytes: number;
   };
   scripts: {
     /** Worker threads running Lua; 0 in the file means (cores - 1, at least 1). */

@@ -21,6 +21,7 @@ export type AuditAction =
   | 'model.fix'
   | 'model.publish'
   | 'model.recovery-ack'
+  | 'model.retention'
   | 'attribute.delete'
   | 'rule.create'
   | 'rule.update'

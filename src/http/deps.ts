@@ -29,6 +29,9 @@ export type RegistryView = Pick<
   | 'templates'
   | 'templateFields'
   | 'applyTemplate'
+  | 'setRetention'
+  | 'retentionOf'
+  | 'diskSpace'
 > & {
   /** Synchronous; NotFoundError / StateError (409) when not published. */
   log(uuid: string): LogView;

@@ -204,6 +204,21 @@ export function createMetrics(src: MetricsSources): Metrics {
       }
     },
   });
+  const diskGauge = (name: string, help: string, pick: (d: { freeBytes: number; totalBytes: number; reserveBytes: number }) => number): void => {
+    new Gauge({
+      name,
+      help,
+      registers,
+      collect() {
+        const disk = src.registry.diskSpace();
+        if (disk === undefined) this.reset();
+        else this.set(pick(disk));
+      },
+    });
+  };
+  diskGauge('edge_store_disk_free_bytes', 'Free bytes on the filesystem of the data directory (for unprivileged use).', (d) => d.freeBytes);
+  diskGauge('edge_store_disk_total_bytes', 'Size of the filesystem of the data directory.', (d) => d.totalBytes);
+  diskGauge('edge_store_disk_reserve_bytes', '[store] disk_reserve_bytes: below this much free space writes are refused.', (d) => d.reserveBytes);
   registry.registerMetric(
     snapshotHistogram('edge_store_fsync_seconds', 'Duration of fdatasync calls on segment files, per model.', () => {
       const out: Array<[string, LatencySnapshot]> = [];

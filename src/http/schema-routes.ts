@@ -5,7 +5,8 @@
  */
 import type { Audit } from './audit.js';
 import type { LogView, RegistryView } from './deps.js';
-import type { RecoveryFindings } from '../store/types.js';
+import type { ModelLogStats, RecoveryFindings } from '../store/types.js';
+import { retentionView } from '../models/retention-input.js';
 import { modelView, withUuid } from './format.js';
 import { boolean, integer, optional, pageSize, required } from './params.js';
 import { InvalidArgumentError } from '../errors.js';
@@ -34,8 +35,20 @@ export function addSchemaRoutes(router: Router, registry: RegistryView, admin: G
     g.get('/list', () => registry.list().map(modelView));
     g.get('/detail', (ctx) => {
       const model = registry.get(required(ctx.query, 'uuid'));
-      const recovery = model.published ? openLog(registry, model.uuid)?.findings() : undefined;
-      return recovery === undefined ? modelView(model) : { ...modelView(model), recovery: recoveryView(recovery) };
+      const log = model.published ? openLog(registry, model.uuid) : undefined;
+      const recovery = log?.findings();
+      return {
+        ...modelView(model),
+        retention: { own: model.retention ?? { maxRecords: null, maxBytes: null, maxAgeHours: null }, effective: retentionView(registry.retentionOf(model)) },
+        ...(log === undefined ? {} : { usage: usageView(log.stats()) }),
+        ...(recovery === undefined ? {} : { recovery: recoveryView(recovery) }),
+      };
+    });
+    g.put('/retention', async (ctx) => {
+      const uuid = required(ctx.query, 'uuid');
+      const model = await registry.setRetention(uuid, jsonBody(ctx));
+      audit.event('model.retention', ctx, { type: 'model', name: model.name, uuid });
+      return { own: model.retention, effective: retentionView(registry.retentionOf(model)) };
     });
     g.post('/recovery/ack', async (ctx) => {
       const model = registry.get(required(ctx.query, 'uuid'));
@@ -98,6 +111,15 @@ function openLog(registry: RegistryView, uuid: string): LogView | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** What the model holds now (contract 14): records, bytes on disk, the oldest record's time. */
+function usageView(stats: ModelLogStats): Record<string, unknown> {
+  return {
+    records: stats.total,
+    bytes: stats.bytes,
+    oldestCreateAt: stats.oldestTs === undefined ? null : new Date(stats.oldestTs).toISOString(),
+  };
 }
 
 function recoveryView(f: RecoveryFindings): Record<string, unknown> {

@@ -7,7 +7,8 @@
  * list()/get() hand out stays consistent and cannot be changed by callers.
  */
 import { InvalidArgumentError, NotFoundError, StateError, UnavailableError } from '../errors.js';
-import type { ModelLog, ModelSpec, Store } from '../store/index.js';
+import type { ModelLog, ModelSpec, RetentionLimits, Store } from '../store/index.js';
+import { effectiveRetention, parseRetention } from './retention-input.js';
 import { existsSync } from 'node:fs';
 import { SerialQueue, mkdirDurable } from '../util/atomic-file.js';
 import {
@@ -66,7 +67,7 @@ export class ModelRegistry {
         continue;
       }
       try {
-        registry.logs.set(model.uuid, await opts.store.openModel(model.uuid, specOf(model)));
+        registry.logs.set(model.uuid, await opts.store.openModel(model.uuid, specOf(model, opts.store.options.retention)));
       } catch (err) {
         if (!(err instanceof StateError)) throw err;
         registry.closedModels.set(model.uuid, `model ${model.name} (${model.uuid}) cannot be opened: ${err.message}`);
@@ -139,7 +140,7 @@ export class ModelRegistry {
       }
       // A draft holds no data; dropping first clears whatever an interrupted fix or publish left.
       await this.dropData(model.uuid);
-      const log = await this.store.openModel(model.uuid, specOf(model));
+      const log = await this.store.openModel(model.uuid, specOf(model, this.store.options.retention));
       this.logs.set(model.uuid, log);
       return this.replaceModel({ ...model, published: true });
     });
@@ -243,6 +244,35 @@ export class ModelRegistry {
       const stored = await this.replaceModel({ ...model, attributes: [...model.attributes, ...added] });
       return stored.attributes.slice(model.attributes.length);
     });
+  }
+
+  /**
+   * The model's own retention (null keys: the `[store]` default); applied at once to a published model's
+   * log, kept for a draft until it is published.
+   */
+  setRetention(uuid: string, input: unknown): Promise<DataModel> {
+    return this.change(async () => {
+      const model = this.get(uuid);
+      const retention = parseRetention(input);
+      const stored = await this.replaceModel({ ...model, retention });
+      const log = this.logs.get(model.uuid);
+      if (log) {
+        log.setRetention(this.retentionOf(stored));
+        void log.enforceRetention().catch(() => {});
+      }
+      return stored;
+    });
+  }
+
+  /** The limits the store applies to the model. */
+  retentionOf(model: DataModel): RetentionLimits {
+    return effectiveRetention(model.retention, this.store.options.retention);
+  }
+
+  /** Free and total bytes of the store's filesystem and the reserve below which writes stop (contract 14). */
+  diskSpace(): { freeBytes: number; totalBytes: number; reserveBytes: number } | undefined {
+    const space = this.store.disk.current;
+    return space === undefined ? undefined : { ...space, reserveBytes: this.store.disk.reserveBytes };
   }
 
   /** Why each published model that could not be opened stays closed. */
@@ -351,8 +381,12 @@ function assertNamesFree(model: DataModel, names: string[], except?: string, sou
   );
 }
 
-function specOf(model: DataModel): ModelSpec {
-  return { fields: model.attributes.map((a) => a.name), types: model.attributes.map((a) => a.type) };
+function specOf(model: DataModel, retentionDefaults: RetentionLimits): ModelSpec {
+  return {
+    fields: model.attributes.map((a) => a.name),
+    types: model.attributes.map((a) => a.type),
+    retention: effectiveRetention(model.retention, retentionDefaults),
+  };
 }
 
 /** Ids come from query strings; never echo a huge or odd value verbatim. */

@@ -2,6 +2,7 @@
  * Data models ("data schemas" in RHILEX) and their attributes ("properties"), as contract section 3.
  * These shapes are plain data: they travel to the script workers with structured clone.
  */
+import type { ModelRetention } from './retention-input.js';
 
 export const ATTRIBUTE_TYPES = ['INTEGER', 'FLOAT', 'BOOL', 'STRING', 'GEO'] as const;
 export type AttributeType = (typeof ATTRIBUTE_TYPES)[number];
@@ -41,6 +42,8 @@ export interface DataModel {
   createdAtMs: number;
   /** In creation order; this is the model order of record keys and of the stored value arrays. */
   attributes: Attribute[];
+  /** The model's own retention limits (contract 14); absent: the `[store]` defaults. */
+  retention?: ModelRetention;
 }
 
 /** The outcome of checking a script's table against a model. `error` is what `rds:*` returns to Lua. */

@@ -65,6 +65,7 @@ export function validateStoreOptions(o: StoreOptions): void {
   validateRetention(o.retention);
   if (o.clockJumpMaxMs !== undefined) checkInt('clockJumpMaxMs', o.clockJumpMaxMs, 1000, 86_400_000);
   if (o.sealedFdsMax !== undefined) checkInt('sealedFdsMax', o.sealedFdsMax, 1, 1_000_000);
+  if (o.diskReserveBytes !== undefined) checkInt('diskReserveBytes', o.diskReserveBytes, 0, Number.MAX_SAFE_INTEGER);
 }
 
 export function validateRetention(r: RetentionLimits): void {

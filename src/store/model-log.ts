@@ -46,7 +46,8 @@ import type {
   StoreOptions,
 } from './types.js';
 import type { StoredFields } from './fields-file.js';
-import { InvalidArgumentError, PayloadTooLargeError, UnavailableError } from '../errors.js';
+import { InvalidArgumentError, PayloadTooLargeError, StoreReadOnlyError, UnavailableError } from '../errors.js';
+import type { DiskReserve } from './disk-reserve.js';
 
 export interface ModelLogConfig {
   dir: string;
@@ -64,6 +65,8 @@ export interface ModelLogConfig {
   warn: (message: string) => void;
   /** The store's budget of fds for sealed segments, shared by all models. */
   sealedFds: SealedFdCache;
+  /** Free space below `[store] disk_reserve_bytes` refuses writes like a read-only model. */
+  reserve?: DiskReserve;
 }
 
 /** Segments, writer and newest-record cache of one incarnation of the log (replaced by clear). */
@@ -130,7 +133,7 @@ export class ModelLog {
   }
 
   get state(): ModelLogState {
-    return this.gen.writer.state;
+    return this.gen.writer.state !== 'ok' || this.c.reserve?.lowSince === undefined ? this.gen.writer.state : 'read-only';
   }
 
   save(record: Record<string, unknown>): number {
@@ -272,19 +275,19 @@ export class ModelLog {
     const firstId = g.segments[0].firstId;
     const lastId = newestRecordId(g.segments);
     return {
-      state: w.state,
+      state: this.state,
       total: Math.max(0, lastId - firstId + 1),
       firstId,
       lastId,
       nextId: g.nextId,
+      ...oldestTsOf(g.segments),
       segments: g.segments.length,
       bytes: totalBytes(g.segments),
       pendingSyncBytes: w.pendingSyncBytes,
       recoveryTruncatedBytes: this.findingsBook.get()?.truncatedBytes ?? 0,
       recoveryLostIds: this.findingsBook.get()?.lostIds ?? 0,
       fsync: this.fsyncLatency.snapshot(),
-      ...(w.lastError !== undefined ? { lastError: w.lastError } : {}),
-      ...(w.readOnlySinceMs !== undefined ? { readOnlySinceMs: w.readOnlySinceMs } : {}),
+      ...readOnlyStats(w, this.c.reserve),
     };
   }
 
@@ -324,6 +327,8 @@ export class ModelLog {
     const g = this.gen;
     if (this.closed) throw new UnavailableError(`model ${this.modelId} is closed`);
     if (g.writer.state !== 'ok') throw g.writer.readOnlyError();
+    const lowDisk = this.c.reserve?.reason;
+    if (lowDisk !== undefined) throw new StoreReadOnlyError(this.modelId, lowDisk);
     if (g.writer.queuedBytes > WRITE_QUEUE_BYTES_MAX) {
       throw new UnavailableError(`write queue of model ${this.modelId} is full (${WRITE_QUEUE_BYTES_MAX} bytes)`);
     }
@@ -484,6 +489,19 @@ export class ModelLog {
     for (const s of g.segments) s.file.retire();
     await g.manifest?.close();
   }
+}
+
+/** create_at of the oldest record: retention removes whole segments, so it is the head segment's first. */
+function oldestTsOf(segments: readonly Segment[]): Pick<ModelLogStats, 'oldestTs'> {
+  const head = segments.find((s) => s.count > 0);
+  return head === undefined ? {} : { oldestTs: head.minTs };
+}
+
+/** Why and since when writes are refused: the writer's I/O failure first, else a disk below the reserve. */
+function readOnlyStats(w: Writer, reserve: DiskReserve | undefined): Pick<ModelLogStats, 'lastError' | 'readOnlySinceMs'> {
+  const lastError = w.lastError ?? reserve?.reason;
+  const since = w.readOnlySinceMs ?? reserve?.lowSince;
+  return { ...(lastError !== undefined ? { lastError } : {}), ...(since !== undefined ? { readOnlySinceMs: since } : {}) };
 }
 
 function storedFields(c: ModelLogConfig): StoredFields {

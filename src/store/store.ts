@@ -8,6 +8,7 @@ import { ModelLog } from './model-log.js';
 import { DirLock } from './dir-lock.js';
 import { type FileIo, nodeFileIo } from './file-io.js';
 import { SealedFdCache } from './sealed-fds.js';
+import { DiskReserve } from './disk-reserve.js';
 import { fsyncDir, mkdirDurable } from '../util/atomic-file.js';
 import {
   MODEL_FIELDS_MAX,
@@ -37,6 +38,8 @@ export class Store {
   private closed = false;
   /** One budget for every model: the number of segments never decides how many files are open. */
   private readonly sealedFds: SealedFdCache;
+  /** Free space on the store's filesystem against `diskReserveBytes` (contract 14). */
+  readonly disk: DiskReserve;
 
   private constructor(
     readonly options: StoreOptions,
@@ -46,6 +49,8 @@ export class Store {
     private readonly warn: (message: string) => void,
   ) {
     this.sealedFds = new SealedFdCache(options.sealedFdsMax ?? SEALED_FDS_MAX_DEFAULT);
+    this.disk = new DiskReserve(options.rootDir, options.diskReserveBytes ?? 0, warn);
+    this.disk.start();
   }
 
   static async open(options: StoreOptions, hooks: StoreHooks = {}): Promise<Store> {
@@ -84,6 +89,7 @@ export class Store {
       trashDir: () => this.trashPath(modelId),
       warn: this.warn,
       sealedFds: this.sealedFds,
+      reserve: this.disk,
     });
     this.models.set(modelId, log);
     return log;
@@ -125,6 +131,7 @@ export class Store {
   /** Flushes, fdatasyncs and marks every model clean. */
   async close(): Promise<void> {
     this.closed = true;
+    this.disk.stop();
     const logs = [...this.models.values()];
     this.models.clear();
     try {
@@ -137,6 +144,7 @@ export class Store {
   /** Test support: drops every model like a kill -9 (no flush, no clean flag). */
   async abandon(): Promise<void> {
     this.closed = true;
+    this.disk.stop();
     const logs = [...this.models.values()];
     this.models.clear();
     await Promise.all(logs.map((l) => l.abandon()));

@@ -26,6 +26,8 @@ export interface StoreOptions {
    * no fd otherwise: a read opens it, and the least recently read idle one is closed to make room.
    */
   sealedFdsMax?: number;
+  /** Below this much free space on the filesystem, writes are refused until space returns (default 0: off). */
+  diskReserveBytes?: number;
 }
 
 /** Whole sealed segments are removed from the head while any limit is exceeded. 0 = no limit. */
@@ -107,6 +109,8 @@ export interface ModelLogStats {
   firstId: number;
   /** Id of the newest record (firstId - 1 when there is none). */
   lastId: number;
+  /** create_at of the oldest record (ms since the epoch); absent when there is none. */
+  oldestTs?: number;
   /** The id the next save gets: ids are never handed out twice, so it may lie past ids lost at the tail. */
   nextId: number;
   segments: number;
