@@ -41,6 +41,7 @@ export function addSchemaRoutes(router: Router, registry: RegistryView, admin: G
         ...modelView(model),
         retention: { own: model.retention ?? { maxRecords: null, maxBytes: null, maxAgeHours: null }, effective: retentionView(registry.retentionOf(model)) },
         ...(log === undefined ? {} : { usage: usageView(log.stats()) }),
+        disk: registry.diskSpace() ?? null,
         ...(recovery === undefined ? {} : { recovery: recoveryView(recovery) }),
       };
     });

@@ -5,6 +5,7 @@ import { notify, confirmDialog, statusLine, busy } from './ui.js';
 import { state, loadModels, reloadModel, findModel, removeModel } from './state.js';
 import { renderDataTab } from './data.js';
 import { renderRequestTab, renderScriptTab } from './request.js';
+import { renderStorageTab } from './storage.js';
 
 export const TYPES = ['INTEGER', 'FLOAT', 'BOOL', 'STRING', 'GEO'];
 const NAME_RE = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
@@ -143,7 +144,7 @@ export async function renderNewModel({ main }) {
 // ---------------------------------------------------------------------------------------------------
 // Model page
 
-const TABS = [['attributes', 'Attributes'], ['data', 'Data'], ['request', 'Quick request'], ['script', 'Script']];
+const TABS = [['attributes', 'Attributes'], ['data', 'Data'], ['storage', 'Storage'], ['request', 'Quick request'], ['script', 'Script']];
 
 export async function renderModel(ctx, uuid, tab) {
   const { main } = ctx;
@@ -168,6 +169,7 @@ export async function renderModel(ctx, uuid, tab) {
   mount(main, header, tabs, body);
   if (tab === 'attributes') renderAttributesTab(body, m);
   else if (tab === 'data') renderDataTab(ctx, body, m);
+  else if (tab === 'storage') renderStorageTab(body, m);
   else if (tab === 'request') renderRequestTab(ctx, body, m);
   else renderScriptTab(ctx, body, m);
 }

@@ -1,0 +1,75 @@
+// The Storage tab of a model: what it holds, the disk it lives on, and its own retention (contract 14).
+import { h, mount, field, setFieldError, fmtBytes, fmtLocal } from './dom.js';
+import { get, put, messageOf } from './api.js';
+import { statusLine, busy } from './ui.js';
+
+const LIMITS = [
+  ['maxRecords', 'Keep at most (records)', 'records'],
+  ['maxBytes', 'Keep at most (bytes on disk)', 'bytes'],
+  ['maxAgeHours', 'Keep for (hours)', 'hours'],
+];
+
+function limitText(v, unit) {
+  return v === 0 ? 'unlimited' : `${v.toLocaleString()} ${unit}`;
+}
+
+function diskLine(disk) {
+  if (!disk) return h('p', { class: 'muted', text: 'Free disk space: unknown.' });
+  const used = disk.totalBytes - disk.freeBytes;
+  const low = disk.reserveBytes > 0 && disk.freeBytes < disk.reserveBytes;
+  return h('div', { class: 'disk' },
+    h('p', {}, `Free disk: ${fmtBytes(disk.freeBytes)} of ${fmtBytes(disk.totalBytes)}`,
+      disk.reserveBytes > 0 ? ` (writes stop below ${fmtBytes(disk.reserveBytes)}: [store] disk_reserve_bytes)` : ''),
+    h('progress', { max: String(disk.totalBytes), value: String(used), 'aria-label': 'Disk used' }),
+    low ? h('p', { class: 'status-line error', role: 'alert', text: 'Free space is below the reserve: writes are refused until space returns.' }) : null);
+}
+
+export async function renderStorageTab(body, m) {
+  mount(body, h('p', { class: 'muted', text: 'Loading…' }));
+  let d;
+  try {
+    d = await get('schema/detail', { uuid: m.uuid });
+  } catch (e) {
+    mount(body, h('p', { class: 'status-line error', role: 'alert', text: `Loading the storage figures failed: ${messageOf(e)}` }));
+    return;
+  }
+  const usage = d.usage
+    ? h('dl', { class: 'usage' },
+      h('dt', { text: 'Records' }), h('dd', { id: 'usage-records', text: d.usage.records.toLocaleString() }),
+      h('dt', { text: 'On disk' }), h('dd', { id: 'usage-bytes', text: fmtBytes(d.usage.bytes) }),
+      h('dt', { text: 'Oldest record' }), h('dd', { text: d.usage.oldestCreateAt ? fmtLocal(new Date(d.usage.oldestCreateAt)) : '—' }))
+    : h('p', { class: 'muted', text: 'A draft holds no data: publish the model to store records.' });
+  const fields = LIMITS.map(([key, label, unit]) => {
+    const own = d.retention.own[key];
+    const f = field(label, h('input', { type: 'number', min: '0', step: '1', name: key, inputmode: 'numeric', value: own === null ? '' : String(own) }),
+      { hint: `Empty: the [store] default. 0: unlimited. Now applied: ${limitText(d.retention.effective[key], unit)}.` });
+    return { key, f };
+  });
+  const status = statusLine();
+  const save = h('button', { type: 'submit', class: 'primary', text: 'Save retention' });
+  const form = h('form', { class: 'panel retention-form', 'aria-labelledby': 'retention-title', novalidate: true },
+    h('h2', { id: 'retention-title', text: 'Retention' }),
+    h('p', { class: 'hint', text: 'The oldest data is removed in whole segments while a limit is exceeded, so at most this much stays.' }),
+    ...fields.map(({ f }) => f.wrap), h('div', { class: 'actions' }, save), status.el);
+  form.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    const payload = {};
+    let ok = true;
+    for (const { key, f } of fields) {
+      const text = f.input.value.trim();
+      setFieldError(f, '');
+      if (text === '') { payload[key] = null; continue; }
+      const n = Number(text);
+      if (!Number.isSafeInteger(n) || n < 0) { setFieldError(f, 'A whole number, 0 or more (0 = unlimited), or empty for the default.'); ok = false; continue; }
+      payload[key] = n;
+    }
+    if (!ok) return;
+    await busy(save, async () => {
+      const r = await put('schema/retention', payload, { uuid: m.uuid });
+      status.ok(`Saved. Applied: ${LIMITS.map(([key, , unit]) => limitText(r.effective[key], unit)).join(', ')}.`);
+    }, status);
+  });
+  mount(body,
+    h('section', { class: 'panel', 'aria-labelledby': 'usage-title' }, h('h2', { id: 'usage-title', text: 'Usage' }), usage, diskLine(d.disk)),
+    form);
+}
