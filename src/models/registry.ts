@@ -168,12 +168,15 @@ export class ModelRegistry {
   createAttribute(input: Record<string, unknown>): Promise<Attribute> {
     return this.change(async () => {
       const body = requireObject(input, 'request body');
-      const model = this.draft(requireString(body, 'schemaId'));
+      const model = this.get(requireString(body, 'schemaId'));
       const fields = parseAttributeFields(body);
       assertRoom(model, 1);
       assertNamesFree(model, [fields.name]);
       const attribute: Attribute = { uuid: this.newAttributeId(), schemaId: model.uuid, ...fields };
-      await this.replaceModel({ ...model, attributes: [...model.attributes, attribute] });
+      const changed = { ...model, attributes: [...model.attributes, attribute] };
+      // Published (contract 13): the store records the new column before models.json names it.
+      this.logs.get(model.uuid)?.setFields(visibleFieldsOf(changed));
+      await this.replaceModel(changed);
       return this.getAttribute(attribute.uuid);
     });
   }
@@ -188,14 +191,19 @@ export class ModelRegistry {
           `schemaId cannot change: attribute ${current.uuid} belongs to model ${current.schemaId} (got ${shown(body.schemaId)})`,
         );
       }
-      const model = this.draft(current.schemaId);
+      const model = this.get(current.schemaId);
       const fields = parseAttributeFields(body, current);
+      if (model.published && (fields.name !== current.name || fields.type !== current.type)) {
+        throw new StateError(
+          `attribute ${current.uuid} of published model ${model.uuid}: its name and type cannot change (stored values are kept by ` +
+            'name and type); add a new attribute instead, or fix the model back to draft',
+        );
+      }
       assertNamesFree(model, [fields.name], current.uuid);
       const updated: Attribute = { uuid: current.uuid, schemaId: current.schemaId, ...fields };
-      await this.replaceModel({
-        ...model,
-        attributes: model.attributes.map((a) => (a.uuid === current.uuid ? updated : a)),
-      });
+      const changed = { ...model, attributes: model.attributes.map((a) => (a.uuid === current.uuid ? updated : a)) };
+      await this.replaceModel(changed);
+      this.logs.get(model.uuid)?.setFields(visibleFieldsOf(changed));
       return this.getAttribute(current.uuid);
     });
   }
@@ -203,8 +211,14 @@ export class ModelRegistry {
   deleteAttribute(uuid: string): Promise<void> {
     return this.change(async () => {
       const attribute = this.getAttribute(uuid);
-      const model = this.draft(attribute.schemaId);
-      await this.replaceModel({ ...model, attributes: model.attributes.filter((a) => a.uuid !== attribute.uuid) });
+      const model = this.get(attribute.schemaId);
+      if (model.published && model.attributes.length === 1) {
+        throw new StateError(`model ${model.uuid} is published and ${attribute.name} is its last attribute: a published model keeps at least one`);
+      }
+      // Published: the stored values stay in their column and come back if the attribute is added again.
+      const changed = { ...model, attributes: model.attributes.filter((a) => a.uuid !== attribute.uuid) };
+      await this.replaceModel(changed);
+      this.logs.get(model.uuid)?.setFields(visibleFieldsOf(changed));
     });
   }
 
@@ -382,10 +396,15 @@ function assertNamesFree(model: DataModel, names: string[], except?: string, sou
 }
 
 function specOf(model: DataModel, retentionDefaults: RetentionLimits): ModelSpec {
+  return { ...visibleFieldsOf(model), retention: effectiveRetention(model.retention, retentionDefaults) };
+}
+
+/** What the store needs of the attributes: a record's keys, the column each reads (name and type), and its default. */
+function visibleFieldsOf(model: DataModel): { fields: string[]; types: string[]; defaults: unknown[] } {
   return {
     fields: model.attributes.map((a) => a.name),
     types: model.attributes.map((a) => a.type),
-    retention: effectiveRetention(model.retention, retentionDefaults),
+    defaults: model.attributes.map((a) => a.rule.defaultValue),
   };
 }
 

@@ -1,9 +1,7 @@
 /**
- * `FIELDS` in a model directory: the attribute names, in the order the payloads' value arrays use them,
- * and their types. Values are stored by position and decoded as they were written, so a model definition
- * that lists other names, another order or another type for a name (an edited or restored models.json)
- * would bring values back under the wrong name or type. The store refuses to open such a model instead.
- * Written when the directory is created (tmp + fsync + rename + fsync of the dir); a format-1 file (names
+ * `FIELDS` in a model directory: the stored columns, name and type, in the order of the payloads' value
+ * arrays; columns are only appended (see field-layout.ts). Written atomically (tmp + fsync + rename +
+ * fsync of the dir) when the directory is created and whenever a column is added; a format-1 file (names
  * only, written before types were kept) gains the types the first time the model opens with them.
  */
 import fs from 'node:fs';
@@ -45,24 +43,19 @@ export function readFieldsSync(dir: string): StoredFields | undefined {
   return { names: parsed.fields, ...(isStringArray(parsed.types) ? { types: parsed.types } : {}) };
 }
 
-/** Throws when the directory was written with other field names, another order or other types. */
-export function checkFieldsSync(dir: string, modelId: string, fields: StoredFields): void {
+/**
+ * The stored columns, written when the directory predates FIELDS and gaining the types a format-1 file
+ * lacks (a format-1 file listed the visible fields, which were the columns then).
+ */
+export function loadColumnsSync(dir: string, visible: StoredFields): StoredFields {
   const stored = readFieldsSync(dir);
-  if (stored === undefined) return writeFieldsSync(dir, fields);
-  const { names } = fields;
-  if (stored.names.length !== names.length || stored.names.some((f, i) => f !== names[i])) {
-    throw new StateError(
-      `model ${modelId}: its data was written with the attributes [${stored.names.join(', ')}] but the model now lists [${names.join(', ')}]; ` +
-        'values are stored by position, so it stays closed until the model definition lists them in that order again',
-    );
+  if (stored === undefined) {
+    writeFieldsSync(dir, visible);
+    return visible;
   }
-  if (fields.types === undefined) return;
-  if (stored.types === undefined) return writeFieldsSync(dir, fields);
-  const retyped = names.filter((_, i) => stored.types?.[i] !== fields.types?.[i]);
-  if (retyped.length === 0) return;
-  const what = retyped.map((n) => `${n} (stored ${stored.types?.[names.indexOf(n)]}, now ${fields.types?.[names.indexOf(n)]})`);
-  throw new StateError(
-    `model ${modelId}: its data was written with other attribute types: ${what.join(', ')}; ` +
-      'it stays closed until the model definition gives those attributes their stored types again',
-  );
+  if (stored.types !== undefined || visible.types === undefined || stored.names.length !== visible.names.length) return stored;
+  if (stored.names.some((n, i) => n !== visible.names[i])) return stored;
+  const typed = { names: stored.names, types: visible.types };
+  writeFieldsSync(dir, typed);
+  return typed;
 }

@@ -26,6 +26,7 @@ import {
   ITERATE_CHUNK_RECORDS,
   LATEST_PROJECTIONS_MAX,
   MIB,
+  MODEL_FIELDS_MAX,
   PAGE_BYTES_MAX,
   RECORD_BYTES_MAX,
   RETENTION_CHECK_INTERVAL_MS,
@@ -37,6 +38,7 @@ import type {
   Durability,
   ModelLogState,
   ModelLogStats,
+  ModelSpec,
   PageQuery,
   PageResult,
   RecordView,
@@ -45,7 +47,8 @@ import type {
   RetentionLimits,
   StoreOptions,
 } from './types.js';
-import type { StoredFields } from './fields-file.js';
+import { type StoredFields, writeFieldsSync } from './fields-file.js';
+import { type FieldLayout, type VisibleFields, layoutOf, validateFields, withColumnsFor } from './field-layout.js';
 import { InvalidArgumentError, PayloadTooLargeError, StoreReadOnlyError, UnavailableError } from '../errors.js';
 import type { DiskReserve } from './disk-reserve.js';
 
@@ -53,8 +56,10 @@ export interface ModelLogConfig {
   dir: string;
   modelId: string;
   fields: readonly string[];
-  /** The fields' types, kept in FIELDS so a retyped model definition is refused; optional for callers without types. */
+  /** The fields' types: a field reads the stored column of its name and type (field-layout.ts). */
   types?: readonly string[];
+  /** What each field reads in a record written before its column existed. */
+  defaults?: readonly unknown[];
   options: StoreOptions;
   retention: RetentionLimits;
   io: FileIo;
@@ -86,13 +91,15 @@ interface Gen {
 
 export class ModelLog {
   readonly modelId: string;
-  readonly fields: readonly string[];
+  /** Which stored column each field reads (field-layout.ts); replaced by setFields. */
+  private layout: FieldLayout;
+  private columns: StoredFields;
   readonly recovery: RecoveryReport;
   private gen: Gen;
   private retention: RetentionLimits;
   private readonly packr = new Packr({ useRecords: false });
-  private readonly fieldIndex: Map<string, number>;
-  private readonly fullProjection: Projection;
+  private fieldIndex: Map<string, number>;
+  private fullProjection: Projection;
   private readonly timers: NodeJS.Timeout[] = [];
   /** Kept across generations (clear), so the counts only grow. */
   private readonly fsyncLatency = new LatencyHistogram();
@@ -108,11 +115,12 @@ export class ModelLog {
 
   private constructor(private readonly c: ModelLogConfig) {
     this.modelId = c.modelId;
-    this.fields = Object.freeze([...c.fields]);
-    this.fieldIndex = new Map(this.fields.map((f, i) => [f, i]));
-    this.fullProjection = projection(this.fields, undefined);
     this.retention = c.retention;
-    const opened = openModelDirSync(c.io, c.dir, c.modelId, storedFields(this.c), c.sealedFds);
+    const opened = openModelDirSync(c.io, c.dir, c.modelId, visibleOf(c), c.sealedFds);
+    this.columns = opened.columns;
+    this.layout = opened.layout;
+    this.fieldIndex = new Map(this.layout.names.map((f, i) => [f, i]));
+    this.fullProjection = projection(this.layout, undefined);
     this.recovery = opened.report;
     this.findingsBook = new FindingsBook(c.io, c.dir, opened.report);
     this.ageClock = new AgeClock(c.options.clockJumpMaxMs ?? CLOCK_JUMP_MAX_MS_DEFAULT, (m) => c.warn(`model ${c.modelId}: ${m}`));
@@ -132,15 +140,43 @@ export class ModelLog {
     return this.c.options.durability;
   }
 
+  /** The fields a record shows, in the model's order. */
+  get fields(): readonly string[] {
+    return this.layout.names;
+  }
+
+  /**
+   * A published model's attributes changed through the API (contract 13): a field without a column gets
+   * a new one, recorded in FIELDS before it is used, so a crash can only leave an unused column behind.
+   */
+  setFields(spec: Pick<ModelSpec, 'fields' | 'types' | 'defaults'>): void {
+    if (this.closed) throw new UnavailableError(`model ${this.modelId} is closed`);
+    validateFields(spec.fields);
+    const visible = visibleOf(spec);
+    const columns = withColumnsFor(this.columns, visible);
+    if (columns.names.length > MODEL_FIELDS_MAX) {
+      throw new InvalidArgumentError(`model ${this.modelId}: at most ${MODEL_FIELDS_MAX} stored columns, adding these would make ${columns.names.length}`);
+    }
+    const layout = layoutOf(this.modelId, columns, visible);
+    if (columns !== this.columns) writeFieldsSync(this.c.dir, columns);
+    this.columns = columns;
+    this.layout = layout;
+    this.fieldIndex = new Map(layout.names.map((f, i) => [f, i]));
+    this.fullProjection = projection(layout, undefined);
+    this.gen.lastView = undefined;
+    this.gen.lastProjected = new Map();
+  }
+
   get state(): ModelLogState {
     return this.gen.writer.state !== 'ok' || this.c.reserve?.lowSince === undefined ? this.gen.writer.state : 'read-only';
   }
 
   save(record: Record<string, unknown>): number {
     const g = this.writable();
-    const n = this.fields.length;
-    const values = new Array<unknown>(n);
-    for (let i = 0; i < n; i++) values[i] = record[this.fields[i]] ?? null;
+    const { names, columns } = this.layout;
+    // Columns no field reads (attributes removed after publish) are stored as null.
+    const values = new Array<unknown>(this.columns.names.length).fill(null);
+    for (let i = 0; i < names.length; i++) values[columns[i]] = record[names[i]] ?? null;
     return this.append(g, FRAME_SAVE, g.nextId, this.ageClock.recordTs(Date.now(), g.lastTs), values);
   }
 
@@ -151,7 +187,7 @@ export class ModelLog {
     for (const k of Object.keys(fields)) {
       const i = this.fieldIndex.get(k);
       if (i === undefined) throw new InvalidArgumentError(`updateLast: unknown field ${JSON.stringify(k)}`);
-      if (fields[k] !== undefined) values[i] = fields[k];
+      if (fields[k] !== undefined) values[this.layout.columns[i]] = fields[k];
     }
     // The newest id handed out lost its record (recovery): the update becomes a new record.
     if (g.lastId !== g.nextId - 1) return this.append(g, FRAME_SAVE, g.nextId, this.ageClock.recordTs(Date.now(), g.lastTs), values);
@@ -172,7 +208,7 @@ export class ModelLog {
   }
 
   async page(q: PageQuery): Promise<PageResult> {
-    const p = validatePage(q, this.fields);
+    const p = validatePage(q, this.layout);
     const g = this.gen;
     const firstId = g.segments[0].firstId;
     const lastId = newestRecordId(g.segments);
@@ -206,7 +242,7 @@ export class ModelLog {
     const key = select.join('\u0000');
     let v = g.lastProjected.get(key);
     if (!v) {
-      v = Object.freeze(toView(projection(this.fields, select), g.lastId, g.lastTs, g.lastValues));
+      v = Object.freeze(toView(projection(this.layout, select), g.lastId, g.lastTs, g.lastValues));
       if (g.lastProjected.size >= LATEST_PROJECTIONS_MAX) g.lastProjected.clear();
       g.lastProjected.set(key, v);
     }
@@ -215,7 +251,7 @@ export class ModelLog {
 
   /** Pulls ITERATE_CHUNK_RECORDS at a time over a snapshot (last id, segment list) taken at the start. */
   async *iterate(range: ExportRange = {}): AsyncGenerator<RecordView, void, undefined> {
-    const p = projection(this.fields, range.select);
+    const p = projection(this.layout, range.select);
     const g = this.gen;
     const held = new HeldSegments(g.segments);
     try {
@@ -478,7 +514,7 @@ export class ModelLog {
       await this.c.io.fsyncDir(path.dirname(this.c.dir));
     }
     if (this.gen === fresh) {
-      fresh.manifest = createModelDirSync(this.c.io, this.c.dir, fresh.segments[0], storedFields(this.c));
+      fresh.manifest = createModelDirSync(this.c.io, this.c.dir, fresh.segments[0], this.columns);
       fresh.writer.unblock();
     }
     if (trash) await this.c.io.remove(trash);
@@ -504,6 +540,6 @@ function readOnlyStats(w: Writer, reserve: DiskReserve | undefined): Pick<ModelL
   return { ...(lastError !== undefined ? { lastError } : {}), ...(since !== undefined ? { readOnlySinceMs: since } : {}) };
 }
 
-function storedFields(c: ModelLogConfig): StoredFields {
-  return c.types === undefined ? { names: c.fields } : { names: c.fields, types: c.types };
+function visibleOf(c: Pick<ModelSpec, 'fields' | 'types' | 'defaults'>): VisibleFields {
+  return { names: c.fields, ...(c.types === undefined ? {} : { types: c.types }), ...(c.defaults === undefined ? {} : { defaults: c.defaults }) };
 }

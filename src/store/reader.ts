@@ -9,6 +9,7 @@ import type { Segment } from './segment.js';
 import type { PageQuery, RecordView } from './types.js';
 import { InvalidArgumentError } from '../errors.js';
 import { PAGE_SIZE_MAX, SPARSE_STRIDE } from './constants.js';
+import type { FieldLayout } from './field-layout.js';
 
 export interface StoredRecord {
   id: number;
@@ -170,13 +171,15 @@ export function decodeValues(payload: Buffer): unknown[] {
 export interface Projection {
   id: boolean;
   createAt: boolean;
-  /** Indexes into the model fields. */
+  /** The stored column of each key (field-layout.ts). */
   fields: number[];
   names: readonly string[];
+  /** What a key reads when the record predates its column. */
+  defaults: readonly unknown[];
 }
 
 /** Checks a page query; returns its projection. */
-export function validatePage(q: PageQuery, fields: readonly string[]): Projection {
+export function validatePage(q: PageQuery, layout: FieldLayout): Projection {
   if (!Number.isSafeInteger(q?.current) || q.current < 1) {
     throw new InvalidArgumentError(`current must be an integer >= 1, got ${String(q?.current)}`);
   }
@@ -184,29 +187,26 @@ export function validatePage(q: PageQuery, fields: readonly string[]): Projectio
     throw new InvalidArgumentError(`size must be an integer in [1, ${PAGE_SIZE_MAX}], got ${String(q.size)}`);
   }
   if (q.order !== 'asc' && q.order !== 'desc') throw new InvalidArgumentError(`order must be asc or desc, got ${String(q.order)}`);
-  return projection(fields, q.select);
+  return projection(layout, q.select);
 }
 
-export function projection(fields: readonly string[], select: readonly string[] | undefined): Projection {
-  if (select === undefined) {
-    return { id: true, createAt: true, fields: fields.map((_, i) => i), names: fields };
-  }
+export function projection(layout: FieldLayout, select: readonly string[] | undefined): Projection {
+  const { names, columns, defaults } = layout;
+  if (select === undefined) return { id: true, createAt: true, fields: [...columns], names, defaults };
   if (!Array.isArray(select)) throw new InvalidArgumentError('select must be an array of field names');
   const wanted = new Set(select);
   for (const name of wanted) {
-    if (name !== 'id' && name !== 'create_at' && !fields.includes(name)) {
+    if (name !== 'id' && name !== 'create_at' && !names.includes(name)) {
       throw new InvalidArgumentError(`select: unknown field ${JSON.stringify(name)}`);
     }
   }
-  const idx: number[] = [];
-  fields.forEach((f, i) => {
-    if (wanted.has(f)) idx.push(i);
-  });
+  const kept = names.map((_, i) => i).filter((i) => wanted.has(names[i]));
   return {
     id: wanted.has('id'),
     createAt: wanted.has('create_at'),
-    fields: idx,
-    names: idx.map((i) => fields[i]),
+    fields: kept.map((i) => columns[i]),
+    names: kept.map((i) => names[i]),
+    defaults: kept.map((i) => defaults[i]),
   };
 }
 
@@ -214,6 +214,9 @@ export function toView(p: Projection, id: number, ts: number, values: readonly u
   const view: RecordView = {};
   if (p.id) view.id = id;
   if (p.createAt) view.create_at = ts;
-  for (let k = 0; k < p.fields.length; k++) view[p.names[k]] = values[p.fields[k]] ?? null;
+  for (let k = 0; k < p.fields.length; k++) {
+    const v = values[p.fields[k]];
+    view[p.names[k]] = v === undefined ? (p.defaults[k] ?? null) : v;
+  }
   return view;
 }

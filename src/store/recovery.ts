@@ -23,7 +23,8 @@ import {
 } from './segment.js';
 import { applyIndex, encodeIndex, indexFits, indexOf, readIndexSync } from './index-file.js';
 import { scanSegment } from './scan.js';
-import { type StoredFields, checkFieldsSync, writeFieldsSync } from './fields-file.js';
+import { type StoredFields, loadColumnsSync, writeFieldsSync } from './fields-file.js';
+import { type FieldLayout, type VisibleFields, layoutOf } from './field-layout.js';
 import { type FileIo, fsyncDirSync, writeFileAtomicSync } from './file-io.js';
 import { FRAME_BYTES_MAX, FRAME_HEADER_BYTES, checkFrame, frameBytes, u32 } from './frame.js';
 import type { RecoveryReport } from './types.js';
@@ -33,6 +34,10 @@ export interface OpenedModel {
   segments: Segment[];
   manifest: ManifestWriter;
   report: RecoveryReport;
+  /** The stored columns (FIELDS). */
+  columns: StoredFields;
+  /** The column each visible field reads. */
+  layout: FieldLayout;
 }
 
 /** A brand-new model directory holding `seg` (empty; its file is created and attached) and a manifest. */
@@ -52,7 +57,8 @@ export function createModelDirSync(io: FileIo, dir: string, seg: Segment, fields
 }
 
 /** Leaves the active segment's fd and the manifest's open; sealed segments open on demand within `sealedFds`. */
-export function openModelDirSync(io: FileIo, dir: string, modelId: string, fields: StoredFields, sealedFds: SealedFdCache): OpenedModel {
+export function openModelDirSync(io: FileIo, dir: string, modelId: string, visible: VisibleFields, sealedFds: SealedFdCache): OpenedModel {
+  const fields: StoredFields = visible.types === undefined ? { names: visible.names } : { names: visible.names, types: visible.types };
   const t0 = performance.now();
   const report: RecoveryReport = {
     modelId,
@@ -67,9 +73,11 @@ export function openModelDirSync(io: FileIo, dir: string, modelId: string, field
     const seg = new Segment(1, 1, Date.now());
     const manifest = createModelDirSync(io, dir, seg, fields);
     report.clean = true;
-    return { segments: [seg], manifest, report: finish(report, t0) };
+    return { segments: [seg], manifest, report: finish(report, t0), columns: fields, layout: layoutOf(modelId, fields, visible) };
   }
-  checkFieldsSync(dir, modelId, fields);
+  const columns = loadColumnsSync(dir, fields);
+  // Before anything is opened: a definition changed outside the API keeps the model closed.
+  const layout = layoutOf(modelId, columns, visible);
   removeLeftovers(dir);
   const read = readManifestSync(dir);
   const m = read.manifest;
@@ -80,7 +88,7 @@ export function openModelDirSync(io: FileIo, dir: string, modelId: string, field
   const manifest = read.manifest ? ManifestWriter.openSync(io, dir, read.seq) : ManifestWriter.createSync(io, dir, manifestOf(segments));
   if (read.manifest) manifest.writeSync(manifestOf(segments));
   reportGaps(segments, report);
-  return { segments, manifest, report: finish(report, t0) };
+  return { segments, manifest, report: finish(report, t0), columns, layout };
 }
 
 function finish(report: RecoveryReport, t0: number): RecoveryReport {

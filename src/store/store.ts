@@ -5,13 +5,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { ModelLog } from './model-log.js';
+import { validateFields } from './field-layout.js';
 import { DirLock } from './dir-lock.js';
 import { type FileIo, nodeFileIo } from './file-io.js';
 import { SealedFdCache } from './sealed-fds.js';
 import { DiskReserve } from './disk-reserve.js';
 import { fsyncDir, mkdirDurable } from '../util/atomic-file.js';
 import {
-  MODEL_FIELDS_MAX,
   READ_ONLY_RETRY_MS_DEFAULT,
   SEALED_FDS_MAX_DEFAULT,
   validateModelId,
@@ -82,6 +82,7 @@ export class Store {
       modelId,
       fields: spec.fields,
       ...(spec.types === undefined ? {} : { types: spec.types }),
+      ...(spec.defaults === undefined ? {} : { defaults: spec.defaults }),
       options: this.options,
       retention: { ...(spec.retention ?? this.options.retention) },
       io: this.io,
@@ -153,18 +154,5 @@ export class Store {
 
   private trashPath(modelId: string): string {
     return path.join(this.options.rootDir, `${TRASH_PREFIX}${modelId}-${Date.now()}-${this.trashSeq++}`);
-  }
-}
-
-function validateFields(fields: readonly string[]): void {
-  if (!Array.isArray(fields) || fields.length > MODEL_FIELDS_MAX) {
-    throw new InvalidArgumentError(`fields must be an array of at most ${MODEL_FIELDS_MAX} names`);
-  }
-  const seen = new Set<string>();
-  for (const f of fields) {
-    if (typeof f !== 'string' || f.length === 0 || f === 'id' || f === 'create_at' || seen.has(f)) {
-      throw new InvalidArgumentError(`field ${JSON.stringify(f)} is empty, reserved (id, create_at) or repeated`);
-    }
-    seen.add(f);
   }
 }

@@ -38,10 +38,12 @@ export interface RetentionLimits {
 }
 
 export interface ModelSpec {
-  /** Attribute names in model order. Payloads are encoded as a value array in this order. */
+  /** Attribute names in model order (a record's keys); each reads its stored column (field-layout.ts). */
   fields: readonly string[];
-  /** The fields' types in the same order (the registry's attribute types); a reopen with other types is refused. */
+  /** The fields' types in the same order (the registry's attribute types): a field reads the stored column of its name and type. */
   types?: readonly string[];
+  /** What each field reads in records written before its column existed (the attribute's default value). */
+  defaults?: readonly unknown[];
   retention?: RetentionLimits;
 }
 

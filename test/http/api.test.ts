@@ -137,9 +137,10 @@ describe('models and attributes', () => {
   });
 
   it('state errors: 409 after publish, 400 for fix without confirm, 404 for unknown', async () => {
-    const attr = await call(base, '/api/v1/schema/properties/create', {
-      method: 'POST',
-      body: { schemaId: main, name: 'late', type: 'INTEGER' },
+    const first = server.registry.listAttributes(main)[0];
+    const attr = await call(base, '/api/v1/schema/properties/update', {
+      method: 'PUT',
+      body: { uuid: first.uuid, type: first.type === 'STRING' ? 'INTEGER' : 'STRING' },
     });
     expect(attr.status).toBe(409);
     expect(attr.body).toMatchObject({ code: 409, data: null });

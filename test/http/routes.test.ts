@@ -23,6 +23,7 @@ const EXPECTED: Record<string, string> = {
   'GET /api/v1/schema/list': ADMIN,
   'GET /api/v1/schema/detail': ADMIN,
   'POST /api/v1/schema/recovery/ack': ADMIN,
+  'PUT /api/v1/schema/retention': ADMIN,
   'POST /api/v1/schema/publish': ADMIN,
   'POST /api/v1/schema/fix': ADMIN,
   'POST /api/v1/schema/properties/create': ADMIN,

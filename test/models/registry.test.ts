@@ -165,7 +165,7 @@ describe('attributes', () => {
 });
 
 describe('lifecycle', () => {
-  it('publish needs an attribute, opens the log with the fields in order, and locks the attributes', async () => {
+  it('publish needs an attribute, opens the log with the fields in order; name and type lock, templates need a draft', async () => {
     const m = await registry.create({ name: 'm' });
     await expectError(registry.publish(m.uuid), InvalidArgumentError, `model ${m.uuid} needs at least one attribute to be published`);
     await expectError(() => registry.log(m.uuid), StateError, `model ${m.uuid} is not published`);
@@ -178,9 +178,13 @@ describe('lifecycle', () => {
 
     const locked = `model ${m.uuid} is published; its attributes cannot change (fix returns it to draft)`;
     await expectError(registry.publish(m.uuid), StateError, `model ${m.uuid} is already published`);
-    await expectError(attr(m.uuid, 'x'), StateError, locked);
-    await expectError(registry.updateAttribute({ uuid: a.uuid, label: 'x' }), StateError, locked);
-    await expectError(registry.deleteAttribute(a.uuid), StateError, locked);
+    expect((await registry.updateAttribute({ uuid: a.uuid, label: 'x' })).label).toBe('x');
+    await expectError(registry.updateAttribute({ uuid: a.uuid, name: 'x' }), StateError, /its name and type cannot change/);
+    await expectError(registry.updateAttribute({ uuid: a.uuid, type: 'BOOL' }), StateError, /its name and type cannot change/);
+    await attr(m.uuid, 'x');
+    expect(registry.log(m.uuid).fields).toEqual(['temp', 'hum', 'x']);
+    await registry.deleteAttribute(a.uuid);
+    expect(registry.log(m.uuid).fields).toEqual(['hum', 'x']);
     await expectError(registry.applyTemplate(m.uuid, 'TEMP_HUMIDITY'), StateError, locked);
     expect((await registry.update({ uuid: m.uuid, name: 'still editable' })).name).toBe('still editable');
     expect(() => registry.log('SCHEMA22222222')).toThrow(NotFoundError);

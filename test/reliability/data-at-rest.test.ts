@@ -16,27 +16,27 @@ const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'edc-at-rest-'));
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
 describe('attribute order kept by the store', () => {
-  it('a log reopened with other fields or another order is refused; the stored order opens', async () => {
+  it('a log reopened in another order reads each value under its own name; a field without a stored column is refused', async () => {
     const rootDir = path.join(tmp, 'store');
     let store = await Store.open(storeOptions({ rootDir }));
     (await store.openModel('m', { fields: ['v', 's'] })).save({ v: 1, s: 2 });
     await store.close();
     store = await Store.open(storeOptions({ rootDir }));
-    await expect(store.openModel('m', { fields: ['s', 'v'] })).rejects.toThrow(StateError);
-    await expect(store.openModel('m', { fields: ['v', 's', 'x'] })).rejects.toThrow(/written with the attributes \[v, s\]/);
-    const log = await store.openModel('m', { fields: ['v', 's'] });
-    expect(log.latest()).toMatchObject({ v: 1, s: 2 });
+    await expect(store.openModel('m', { fields: ['v', 's', 'x'] })).rejects.toThrow(/the attributes x have no stored column \(stored: v, s\)/);
+    const log = await store.openModel('m', { fields: ['s', 'v'] });
+    expect(log.latest()).toEqual({ id: 1, create_at: expect.any(Number), s: 2, v: 1 });
+    expect(Object.keys(log.latest() ?? {})).toEqual(['id', 'create_at', 's', 'v']);
     await store.close();
   });
 
-  it('a log reopened with another type for an attribute is refused, naming it and both types', async () => {
+  it('a log reopened with another type for an attribute is refused, naming it and the stored columns', async () => {
     const rootDir = path.join(tmp, 'typed');
     let store = await Store.open(storeOptions({ rootDir }));
     (await store.openModel('m', { fields: ['v', 's'], types: ['INTEGER', 'STRING'] })).save({ v: 1, s: 'a' });
     await store.close();
     store = await Store.open(storeOptions({ rootDir }));
     await expect(store.openModel('m', { fields: ['v', 's'], types: ['STRING', 'STRING'] })).rejects.toThrow(
-      /other attribute types: v \(stored INTEGER, now STRING\)/,
+      /the attributes v \(STRING\) have no stored column \(stored: v \(INTEGER\), s \(STRING\)\)/,
     );
     expect((await store.openModel('m', { fields: ['v', 's'], types: ['INTEGER', 'STRING'] })).latest()).toMatchObject({ v: 1, s: 'a' });
     await store.close();
@@ -74,13 +74,14 @@ describe('attribute order kept by the store', () => {
     try {
       const closed = await call(svc.base, `/api/v1/datacenter/queryLastData?uuid=${p.model}&secrets=${SECRET}`, { token: null });
       expect(closed.status).toBe(503);
-      expect(closed.body.msg).toContain(`temp (stored ${storedType}, now ${attr.type})`);
+      expect(closed.body.msg).toContain(`the attributes temp (${attr.type}) have no stored column`);
+      expect(closed.body.msg).toContain(`temp (${storedType})`);
     } finally {
       await svc.kill('SIGTERM');
     }
   }, 60_000);
 
-  it('a reordered models.json closes that model with a 503 naming it; the other model serves', async () => {
+  it('a reordered models.json reads every value under its own name; a renamed attribute closes that model with a 503', async () => {
     const { file, dataDir } = writeConfig(tmp);
     let svc = await startService(file);
     const a = await setupPipeline(svc.base, 'a');
@@ -89,24 +90,25 @@ describe('attribute order kept by the store', () => {
     await svc.kill('SIGTERM');
     const modelsFile = path.join(dataDir, 'models.json');
     const state = JSON.parse(fs.readFileSync(modelsFile, 'utf8'));
-    const edited = state.models.find((m: { uuid: string }) => m.uuid === a.model);
-    edited.attributes.reverse();
+    state.models.find((m: { uuid: string }) => m.uuid === a.model).attributes.reverse();
+    state.models.find((m: { uuid: string }) => m.uuid === b.model).attributes[0].name = 'temperature';
     fs.writeFileSync(modelsFile, JSON.stringify(state));
     svc = await startService(file);
     try {
       const read = (model: string) => call(svc.base, `/api/v1/datacenter/queryLastData?uuid=${model}&secrets=${SECRET}`, { token: null });
-      const closed = await read(a.model);
+      const reordered = await read(a.model);
+      expect(reordered.status).toBe(200);
+      expect(reordered.body.data).toMatchObject({ temp: 7, resistivity: 1, conductivity: 7, dissolved_oxygen: 0, ph_value: 3 });
+      expect(Object.keys(reordered.body.data).slice(2)).toEqual(['ph_value', 'dissolved_oxygen', 'conductivity', 'resistivity', 'temp']);
+      const closed = await read(b.model);
       expect(closed.status).toBe(503);
-      expect(closed.body.msg).toContain(a.model);
-      expect(closed.body.msg).toContain('written with the attributes [temp, resistivity, conductivity, dissolved_oxygen, ph_value]');
-      const open = await read(b.model);
-      expect(open.status).toBe(200);
-      expect(open.body.data).toMatchObject({ temp: 7, resistivity: 1, ph_value: 3 });
+      expect(closed.body.msg).toContain(b.model);
+      expect(closed.body.msg).toContain('the attributes temperature (FLOAT) have no stored column');
       expect(svc.log.some((l) => l.includes('cannot be opened'))).toBe(true);
       const health = await call(svc.base, '/healthz', { token: null });
       expect(health.status).toBe(200);
       expect(health.body.data.status).toBe('degraded');
-      expect(health.body.data.reasons).toEqual([expect.stringContaining(`model a (${a.model}) cannot be opened`)]);
+      expect(health.body.data.reasons).toEqual([expect.stringContaining(`model b (${b.model}) cannot be opened`)]);
     } finally {
       await svc.kill('SIGTERM');
     }
