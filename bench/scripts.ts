@@ -19,7 +19,7 @@ import { pino } from 'pino';
 import { loadConfig } from '../src/config/index.js';
 import { ModelRegistry } from '../src/models/registry.js';
 import { ScriptPool } from '../src/scripts/pool.js';
-import type { RunTask } from '../src/scripts/types.js';
+import type { RunTask } from '../src/scripts/protocol.js';
 import { startService } from '../src/server.js';
 import { Store } from '../src/store/index.js';
 import { printTable, repoRoot, writeResults, type Figure } from './report.js';

@@ -10,7 +10,8 @@
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
-import type { RunResult, RunTask, ValidationResult, CompileTask } from './types.js';
+import type { CompileTask, RunResult, RunTask, WorkerTask } from './protocol.js';
+import type { ValidationResult } from './types.js';
 
 export interface PoolOptions {
   /** 0 = cores - 1, at least 1. */
@@ -84,7 +85,7 @@ export class ScriptPool {
     await this.piscina.destroy();
   }
 
-  private async submit(task: RunTask | CompileTask, owner: string): Promise<unknown> {
+  private async submit(task: WorkerTask, owner: string): Promise<unknown> {
     await this.acquire(owner);
     try {
       return await this.piscina.run(task, { signal: AbortSignal.timeout(this.options.hardTimeoutMs) });

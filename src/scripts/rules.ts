@@ -8,7 +8,8 @@ import { InvalidArgumentError, NotFoundError } from '../errors.js';
 import { newUniqueId } from '../models/ids.js';
 import { SerialQueue } from '../util/atomic-file.js';
 import { optionalText, readList, requireBody, requireName, requireUuid, writeList } from './metadata-file.js';
-import type { Rule, RuleScripts } from './types.js';
+import type { RuleScripts } from './protocol.js';
+import type { Rule } from './types.js';
 
 export const RULES_FILE = 'rules.json';
 const SCRIPT_CHARS_MAX = 256 * 1024;

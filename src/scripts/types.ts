@@ -1,9 +1,8 @@
 /**
- * Shapes of the rule runtime: the public objects (rules, inputs, stats, push answers), the narrow view
- * of the model registry it needs, and the messages exchanged with the script workers.
+ * Shapes of the rule runtime: the public objects (rules, inputs, stats, push answers) and the narrow
+ * views of the model registry and the store it needs. The worker messages are in protocol.ts.
  */
 import type { DataModel } from '../models/types.js';
-import type { PackedOps } from './ops-pack.js';
 
 export const INEND_TYPES = ['HTTP', 'SIMULATOR'] as const;
 export type InendType = (typeof INEND_TYPES)[number];
@@ -125,72 +124,4 @@ export interface ModelSource {
   list(): DataModel[];
   log(uuid: string): object;
   onChange(listener: () => void): () => void;
-}
-
-// ---- messages between the main thread and the script workers ----
-
-/** The compiled form a worker caches per rule, replaced when `version` changes. */
-export interface RuleScripts {
-  uuid: string;
-  version: number;
-  actions: string;
-  success: string;
-  failed: string;
-}
-
-export interface RunTask {
-  kind: 'run';
-  /** Bumped by the main thread whenever a model changes; workers re-index `models` only then. */
-  modelsVersion: number;
-  models: DataModel[];
-  /** Models whose log refuses writes: `rds:*` answers the read-only error string for them at once. */
-  readOnlyModels: string[];
-  /** Bumped when rules are created, replaced or deleted; workers drop compiled rules not in `liveRuleIds`. */
-  rulesEpoch: number;
-  liveRuleIds: string[];
-  rules: RuleScripts[];
-  payloads: string[];
-}
-
-export interface CompileTask {
-  kind: 'compile';
-  actions: string;
-  success: string;
-  failed: string;
-}
-
-export type WorkerTask = RunTask | CompileTask;
-
-export interface RecordOp {
-  payload: number;
-  rule: number;
-  modelId: string;
-  kind: 'save' | 'update';
-  record: Record<string, unknown>;
-}
-
-export interface InvocationError {
-  payload: number;
-  rule: number;
-  message: string;
-  line?: number;
-}
-
-/** Per rule of a task: counters and a duration histogram (bucket counts, see stats.ts). */
-export interface RuleRunSummary {
-  invocations: number;
-  failures: number;
-  histogram: number[];
-}
-
-export interface RunResult {
-  /** The RecordOps, packed (ops-pack.ts). */
-  ops: PackedOps;
-  errors: InvocationError[];
-  summaries: RuleRunSummary[];
-  debug: Array<{ rule: number; message: string }>;
-  /** Time the worker spent on the task; sizes the next batches. */
-  elapsedMs?: number;
-  /** Payloads for which rds refused a record because the model's store was read-only. */
-  readOnlyPayloads?: number[];
 }

@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { ScriptPool, WorkerLostError } from '../../src/scripts/pool.js';
-import type { RunTask } from '../../src/scripts/types.js';
+import type { RunTask } from '../../src/scripts/protocol.js';
 
 let pool: ScriptPool | undefined;
 afterEach(async () => {
