@@ -154,7 +154,7 @@ export class InputDispatcher {
     for (const modelId of this.targetModels) {
       let target: RecordLog;
       try {
-        target = this.deps.models.log(modelId) as RecordLog;
+        target = this.deps.models.log(modelId);
       } catch {
         this.targetModels.delete(modelId);
         continue;
@@ -324,7 +324,7 @@ export class InputDispatcher {
       try {
         let target = logs.get(op.modelId);
         if (target === undefined) {
-          target = models.log(op.modelId) as RecordLog;
+          target = models.log(op.modelId);
           logs.set(op.modelId, target);
         }
         const id = op.kind === 'save' ? target.save(op.record) : target.updateLast(op.record);

@@ -2,7 +2,8 @@
  * Shapes of the rule runtime: the public objects (rules, inputs, stats, push answers) and the narrow
  * views of the model registry and the store it needs. The worker messages are in protocol.ts.
  */
-import type { DataModel } from '../models/types.js';
+import type { ModelRegistry } from '../models/registry.js';
+import type { ModelLog } from '../store/index.js';
 
 export const INEND_TYPES = ['HTTP', 'SIMULATOR'] as const;
 export type InendType = (typeof INEND_TYPES)[number];
@@ -106,22 +107,13 @@ export function toLogFn(log: LogFn | LevelLogger | undefined): LogFn | undefined
   return (level, obj, msg) => log[level](obj, msg);
 }
 
-/** What the engine needs of a model's log; src/store's ModelLog satisfies it. */
-export interface RecordLog {
-  save(record: Record<string, unknown>): number;
-  updateLast(fields: Record<string, unknown>): number;
-  durable(id?: number, options?: { rejectWhenReadOnly?: boolean }): Promise<void>;
-  readonly durability: 'none' | 'interval' | 'always';
-  readonly state: 'ok' | 'read-only';
-  stats(): { lastError?: string };
-}
-
 /**
- * What the engine needs of the model registry (src/models/registry.ts's ModelRegistry). The registry
- * types `log()` with its own narrow view; the object it returns is the store's ModelLog, a RecordLog.
+ * What the engine uses of a model's log: append, wait for durability, watch for a read-only store. A
+ * `Pick` of the store's ModelLog, so a change of a signature there fails to compile here.
  */
-export interface ModelSource {
-  list(): DataModel[];
-  log(uuid: string): object;
-  onChange(listener: () => void): () => void;
-}
+export type RecordLog = Pick<ModelLog, 'save' | 'updateLast' | 'durable' | 'durability' | 'state' | 'stats'>;
+
+/** What the engine uses of the model registry; `log()` is NotFoundError / StateError when not published. */
+export type ModelSource = Pick<ModelRegistry, 'list' | 'onChange'> & {
+  log(uuid: string): RecordLog;
+};
