@@ -4,8 +4,8 @@
  * but their records are appended strictly in arrival order: a finished batch waits until every
  * earlier batch of the input has been applied.
  */
-import { InvalidArgumentError, StoreReadOnlyError, UnavailableError } from '../errors.js';
-import { WorkerLostError, type ScriptPool } from './pool.js';
+import { InvalidArgumentError, StoreReadOnlyError, UnavailableError, WorkerLostError } from '../errors.js';
+import type { ScriptPool } from './pool.js';
 import type { RuleStatsBook } from './stats.js';
 import { RepeatFilter, capMessage } from './repeat-filter.js';
 import { unpackResult, type BatchResult, type RuleScripts, type RunTask } from './protocol.js';

@@ -10,6 +10,7 @@
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
+import { WorkerLostError } from '../errors.js';
 import type { CompileTask, RunResult, RunTask, WorkerTask } from './protocol.js';
 import type { ValidationResult } from './types.js';
 
@@ -23,17 +24,9 @@ export interface PoolOptions {
   workerFile?: string;
 }
 
-/** Thrown for a task whose worker was ended: the hard time limit, or a crash of the worker. */
 /** /healthz says degraded while a worker fault is younger than this. */
 const FAULT_WINDOW_MS = 60_000;
 const FAULTS_KEPT = 20;
-
-export class WorkerLostError extends Error {
-  constructor(message: string, options?: ErrorOptions) {
-    super(message, options);
-    this.name = 'WorkerLostError';
-  }
-}
 
 /**
  * Compiled, the worker module is beside this one (dist/scripts/, or dist-bench/src/scripts/ for the

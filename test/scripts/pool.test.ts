@@ -4,7 +4,8 @@
  * /healthz. Real piscina worker threads running dist/scripts/worker.js.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { ScriptPool, WorkerLostError } from '../../src/scripts/pool.js';
+import { WorkerLostError } from '../../src/errors.js';
+import { ScriptPool } from '../../src/scripts/pool.js';
 import type { RunTask } from '../../src/scripts/protocol.js';
 
 let pool: ScriptPool | undefined;
