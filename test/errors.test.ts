@@ -13,6 +13,7 @@ import {
   UsageError,
   WorkerLostError,
 } from '../src/errors.js';
+import { describeValue, mustBe, oneOf, range } from '../src/util/messages.js';
 
 const SRC = fileURLToPath(new URL('../src/', import.meta.url));
 
@@ -60,5 +61,14 @@ describe('errors', () => {
       .filter((file) => !file.endsWith(join('src', 'errors.ts')))
       .flatMap((file) => [...readFileSync(file, 'utf8').matchAll(/class (\w+) extends \w*Error\b/g)].map((m) => `${relative(SRC, file)}: ${m[1]}`));
     expect(elsewhere).toEqual([]);
+  });
+});
+
+describe('messages about a bad value', () => {
+  it('have one shape: <name> must be <rule>, got <value>, ranges min..max, strings quoted and cut', () => {
+    expect(mustBe('size', `an integer in ${range(1, 1000)}`, 'abc')).toBe('size must be an integer in 1..1000, got "abc"');
+    expect(mustBe('sync', oneOf(['none', 'interval', 'always']), 'x')).toBe('sync must be one of none, interval or always, got "x"');
+    expect(describeValue('x'.repeat(60))).toBe(`"${'x'.repeat(48)}..."`);
+    expect([undefined, null, [1], { a: 1 }, 5, true].map(describeValue)).toEqual(['nothing', 'null', 'an array', 'an object', '5', 'true']);
   });
 });

@@ -10,13 +10,13 @@ import { InvalidArgumentError, NotFoundError, StateError, UnavailableError } fro
 import type { ModelLog, ModelSpec, Store } from '../store/index.js';
 import { existsSync } from 'node:fs';
 import { SerialQueue, mkdirDurable } from '../util/atomic-file.js';
+import { describeValue, mustBe, oneOf } from '../util/messages.js';
 import {
   parseAttributeFields,
   parseModelDescription,
   parseModelName,
   requireObject,
   requireString,
-  shown,
   type AttributeFields,
 } from './attribute-input.js';
 import { newUniqueId } from './ids.js';
@@ -151,7 +151,7 @@ export class ModelRegistry {
       const model = this.get(uuid);
       if (confirm !== true) {
         throw new InvalidArgumentError(
-          `confirm must be true: fix deletes every record of model ${model.uuid} (got ${shown(confirm)})`,
+          `${mustBe('confirm', 'true', confirm)}: fix deletes every record of model ${model.uuid}`,
         );
       }
       const draft = deepFreeze({ ...model, published: false });
@@ -184,7 +184,7 @@ export class ModelRegistry {
       const current = this.getAttribute(requireString(body, 'uuid'));
       if (body.schemaId !== undefined && body.schemaId !== current.schemaId) {
         throw new InvalidArgumentError(
-          `schemaId cannot change: attribute ${current.uuid} belongs to model ${current.schemaId} (got ${shown(body.schemaId)})`,
+          `schemaId cannot change: attribute ${current.uuid} belongs to model ${current.schemaId}, got ${describeValue(body.schemaId)}`,
         );
       }
       const model = this.draft(current.schemaId);
@@ -227,7 +227,7 @@ export class ModelRegistry {
   templateFields(templateId: string): AttributeFields[] {
     const fields = templateFieldsOf(templateId);
     if (!fields) {
-      throw new InvalidArgumentError(`templateId must be one of ${TEMPLATE_IDS.join(', ')} (got ${shown(templateId)})`);
+      throw new InvalidArgumentError(mustBe('templateId', oneOf(TEMPLATE_IDS), templateId));
     }
     return fields;
   }
@@ -357,7 +357,7 @@ function specOf(model: DataModel): ModelSpec {
 
 /** Ids come from query strings; never echo a huge or odd value verbatim. */
 function uuidText(uuid: unknown): string {
-  return typeof uuid === 'string' && uuid.length <= 64 ? uuid : shown(uuid);
+  return typeof uuid === 'string' && uuid.length <= 64 ? uuid : describeValue(uuid);
 }
 
 function deepFreeze<T>(value: T): T {

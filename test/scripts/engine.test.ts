@@ -82,7 +82,7 @@ describe('rds', () => {
       /not published/,
       /unknown attribute 'nope'/,
       /attribute 'temp' expects FLOAT, got string/,
-      /\[0,100\].*101/,
+      /must be in 0\.\.100, got 101/,
       /label/,
       /pos/,
       /expects INTEGER/,
