@@ -31,7 +31,8 @@ const FAULTS_KEPT = 20;
 /**
  * Compiled, the worker module is beside this one (dist/scripts/, or dist-bench/src/scripts/ for the
  * benchmarks). Under vitest this module runs from src/scripts/pool.ts, but worker threads need
- * compiled JS, so a TS path inside src/ maps to the same place in dist/ (`npm test` builds first).
+ * compiled JS, so a TS path inside src/ maps to the same place in dist/; the tests' global setup
+ * (test/support/fresh-dist.ts) rebuilds dist/ first whenever it is older than src/.
  */
 export function defaultWorkerFile(moduleUrl: string = import.meta.url): string {
   const here = fileURLToPath(moduleUrl);
