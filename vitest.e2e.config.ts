@@ -4,6 +4,7 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/e2e/**/*.test.ts'],
+    globalSetup: ['test/support/fresh-dist.ts'],
     pool: 'forks',
     fileParallelism: false,
     testTimeout: 180_000,

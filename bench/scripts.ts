@@ -19,7 +19,7 @@ import { pino } from 'pino';
 import { loadConfig } from '../src/config/index.js';
 import { ModelRegistry } from '../src/models/registry.js';
 import { ScriptPool } from '../src/scripts/pool.js';
-import type { RunTask } from '../src/scripts/types.js';
+import type { RunTask } from '../src/scripts/protocol.js';
 import { startService } from '../src/server.js';
 import { Store } from '../src/store/index.js';
 import { printTable, repoRoot, writeResults, type Figure } from './report.js';
@@ -293,7 +293,7 @@ async function oneWorker(sample: string, seconds: number, batch: number): Promis
 /** The records the sample rule makes, appended straight to the model's log, then made durable. */
 async function storeDirect(count: number): Promise<number> {
   return withModel(async (registry, uuid) => {
-    const log = registry.log(uuid) as unknown as { save(r: Record<string, unknown>): number; durable(id?: number): Promise<void> };
+    const log = registry.log(uuid);
     const records = Array.from({ length: 1024 }, (_, i) => {
       const v = (t: number): number => Math.round((20 + t * 0.5 + (i % 97) / 100) * 100) / 100;
       return { temp: (v(0) + v(1) + v(2)) / 3, resistivity: v(3), conductivity: v(4), dissolved_oxygen: v(5), ph_value: v(6) };

@@ -10,7 +10,7 @@ import { parseArgs } from 'node:util';
 import cliProgress from 'cli-progress';
 import { pino, type Logger } from 'pino';
 import { defaultConfigText, loadConfig, type LoadedConfig } from './config/index.js';
-import { EdgeError, ListenError } from './errors.js';
+import { EdgeError, ListenError, UsageError } from './errors.js';
 import { exportChunks, exportFormat, formulaMode } from './http/export.js';
 import { hostPort, SERVICE_VERSION } from './http/server.js';
 import { openData, startService, type RunningService } from './server.js';
@@ -27,8 +27,6 @@ const USAGE = `Usage:
       Print the commented default configuration file.
   edge-datacenter --help | --version
 `;
-
-class UsageError extends Error {}
 
 function parse(argv: string[]) {
   return parseArgs({

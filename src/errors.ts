@@ -3,6 +3,10 @@
  * status it maps to, and declares the headers and `data` its answer carries, so the HTTP layer turns any
  * of them into the contract's envelope `{code: status, msg: message, data}` without knowing where it
  * came from. Anything that is not an EdgeError is a bug and answers 500.
+ *
+ * The classes at the end answer no request: they carry a stable `code` but no HTTP status (ListenError,
+ * UsageError: the CLI exits with 1 or 2; WorkerLostError: the dispatcher turns it into rule errors).
+ * docs/errors.md lists every code.
  */
 export class EdgeError extends Error {
   readonly code: string;
@@ -176,5 +180,29 @@ export class ListenError extends Error {
   constructor(message: string) {
     super(message);
     this.name = 'ListenError';
+  }
+}
+
+/** The command line is wrong: the CLI prints the message and its usage, and exits with 2. */
+export class UsageError extends Error {
+  readonly code = 'ERR_USAGE';
+
+  constructor(message: string) {
+    super(message);
+    this.name = 'UsageError';
+  }
+}
+
+/**
+ * A script worker was ended while it ran a task: the hard time limit, or a crash of the worker. The
+ * dispatcher reruns the batch one (payload, rule) pair at a time and reports the pair that failed as a
+ * rule error; reaching the HTTP layer (a compile on a lost worker) it is a 500 like any bug.
+ */
+export class WorkerLostError extends Error {
+  readonly code = 'ERR_WORKER_LOST';
+
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'WorkerLostError';
   }
 }

@@ -7,6 +7,7 @@ import { mkdirDurable, removeTempFiles } from '../util/atomic-file.js';
 import { availableParallelism } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { InvalidArgumentError } from '../errors.js';
+import { mustBe } from '../util/messages.js';
 import { credentialsPath, resolveCredentials } from './credentials.js';
 import { scanIni } from './ini-text.js';
 import { CONFIG_KEYS, envName, keyName, type KeySpec, type ListKey } from './keys.js';
@@ -79,7 +80,7 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Loade
   }
   if (config.scripts.hardTimeoutMs < config.scripts.timeoutMs) {
     throw new InvalidArgumentError(
-      `[scripts] hard_timeout_ms must be at least timeout_ms (${config.scripts.timeoutMs}) (got ${config.scripts.hardTimeoutMs})`,
+      mustBe('[scripts] hard_timeout_ms', `at least timeout_ms (${config.scripts.timeoutMs})`, config.scripts.hardTimeoutMs),
     );
   }
   checkTlsKeys(config.http);

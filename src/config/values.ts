@@ -1,6 +1,7 @@
 /** Turns one raw ini (or environment) string into a typed value, or throws naming the key and the rule. */
 import { isIP, isIPv6 } from 'node:net';
 import { InvalidArgumentError } from '../errors.js';
+import { describeValue, mustBe, oneOf, range } from '../util/messages.js';
 import { keyName, type EnumKey, type IntKey, type ListKey } from './keys.js';
 
 const INTEGER = /^[+-]?\d+$/;
@@ -8,9 +9,7 @@ const INTEGER = /^[+-]?\d+$/;
 export function parseIntValue(spec: IntKey, raw: string): number {
   const value = INTEGER.test(raw) ? Number(raw) : Number.NaN;
   if (!Number.isSafeInteger(value) || value < spec.min || value > spec.max) {
-    throw new InvalidArgumentError(
-      `${keyName(spec)} must be an integer in ${spec.min}..${spec.max} (got ${JSON.stringify(raw)})`,
-    );
+    throw new InvalidArgumentError(mustBe(keyName(spec), `an integer in ${range(spec.min, spec.max)}`, raw));
   }
   return value;
 }
@@ -19,9 +18,7 @@ export function parseIntValue(spec: IntKey, raw: string): number {
 export function parseEnumValue(spec: EnumKey, raw: string): string {
   const value = spec.values.find((v) => v === raw.toLowerCase());
   if (value === undefined) {
-    throw new InvalidArgumentError(
-      `${keyName(spec)} must be one of ${spec.values.join(', ')} (got ${JSON.stringify(raw)})`,
-    );
+    throw new InvalidArgumentError(mustBe(keyName(spec), oneOf(spec.values), raw));
   }
   return value;
 }
@@ -45,7 +42,7 @@ export function parseHostList(spec: ListKey, occurrences: readonly string[]): st
     else if (host.endsWith('.')) host = host.slice(0, -1);
     if (host.includes(':') ? isIPv6(host) : HOST_NAME.test(host)) return host;
     throw new InvalidArgumentError(
-      `${keyName(spec)} must list host names or addresses without port, such as gateway.plant.local, 10.1.2.3 or [fd00::1] (got ${JSON.stringify(item)})`,
+      `${keyName(spec)} must list host names or addresses without port, such as gateway.plant.local, 10.1.2.3 or [fd00::1], got ${describeValue(item)}`,
     );
   });
   return [...new Set(hosts)];
@@ -60,7 +57,7 @@ export function parseProxyList(spec: ListKey, occurrences: readonly string[]): s
     const prefixOk = prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= bits);
     if (version === 0 || !prefixOk || extra !== undefined) {
       throw new InvalidArgumentError(
-        `${keyName(spec)} must list IP addresses or CIDR ranges, such as 127.0.0.1, 10.1.2.0/24 or fd00::/64 (got ${JSON.stringify(item)})`,
+        `${keyName(spec)} must list IP addresses or CIDR ranges, such as 127.0.0.1, 10.1.2.0/24 or fd00::/64, got ${describeValue(item)}`,
       );
     }
     return item.toLowerCase();

@@ -4,7 +4,8 @@
  * registry, which knows the other attributes.
  */
 import { InvalidArgumentError } from '../errors.js';
-import { isGeo } from './record-check.js';
+import { describeValue, mustBe, oneOf, range } from '../util/messages.js';
+import { GEO_RULE, isGeo } from './record-check.js';
 import {
   ATTRIBUTE_RW,
   ATTRIBUTE_TYPES,
@@ -30,7 +31,7 @@ const NUMERIC_STRING = /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/;
 
 export function requireObject(value: unknown, what: string): Record<string, unknown> {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new InvalidArgumentError(`${what} must be a JSON object (got ${shown(value)})`);
+    throw new InvalidArgumentError(mustBe(what, 'a JSON object', value));
   }
   return value as Record<string, unknown>;
 }
@@ -39,14 +40,14 @@ export function requireObject(value: unknown, what: string): Record<string, unkn
 export function requireString(body: Record<string, unknown>, field: string): string {
   const value = body[field];
   if (typeof value !== 'string' || value === '') {
-    throw new InvalidArgumentError(`${field} must be a non-empty string (got ${shown(value)})`);
+    throw new InvalidArgumentError(mustBe(field, 'a non-empty string', value));
   }
   return value;
 }
 
 export function parseModelName(value: unknown): string {
   if (typeof value !== 'string' || value.trim() === '' || value.length > MODEL_NAME_MAX) {
-    throw new InvalidArgumentError(`name must be a non-empty string of at most ${MODEL_NAME_MAX} characters (got ${shown(value)})`);
+    throw new InvalidArgumentError(mustBe('name', `a non-empty string of at most ${MODEL_NAME_MAX} characters`, value));
   }
   return value;
 }
@@ -54,9 +55,9 @@ export function parseModelName(value: unknown): string {
 /** `undefined` or `null`: `fallback`. */
 export function optionalText(value: unknown, field: string, max: number, fallback: string): string {
   if (value === undefined || value === null) return fallback;
-  if (typeof value !== 'string') throw new InvalidArgumentError(`${field} must be a string (got ${shown(value)})`);
+  if (typeof value !== 'string') throw new InvalidArgumentError(mustBe(field, 'a string', value));
   if (value.length > max) {
-    throw new InvalidArgumentError(`${field} must be at most ${max} characters (got ${value.length})`);
+    throw new InvalidArgumentError(`${field} must be at most ${max} characters, got ${value.length}`);
   }
   return value;
 }
@@ -92,7 +93,7 @@ export function parseAttributeFields(body: Record<string, unknown>, current?: At
 
 export function parseAttributeName(value: unknown): string {
   if (typeof value !== 'string' || !ATTRIBUTE_NAME_PATTERN.test(value)) {
-    throw new InvalidArgumentError(`attribute name must match ${ATTRIBUTE_NAME_PATTERN.source} (got ${shown(value)})`);
+    throw new InvalidArgumentError(`attribute name must match ${ATTRIBUTE_NAME_PATTERN.source}, got ${describeValue(value)}`);
   }
   if ((RESERVED_NAMES as readonly string[]).includes(value.toLowerCase())) {
     throw new InvalidArgumentError(`attribute name "${value}" is reserved: ${RESERVED_NAMES.join(' and ')} are set by the store`);
@@ -102,14 +103,14 @@ export function parseAttributeName(value: unknown): string {
 
 function parseType(value: unknown): AttributeType {
   if (!(ATTRIBUTE_TYPES as readonly unknown[]).includes(value)) {
-    throw new InvalidArgumentError(`type must be one of ${ATTRIBUTE_TYPES.join(', ')} (got ${shown(value)})`);
+    throw new InvalidArgumentError(mustBe('type', oneOf(ATTRIBUTE_TYPES), value));
   }
   return value as AttributeType;
 }
 
 function parseRw(value: unknown): AttributeRw {
   if (!(ATTRIBUTE_RW as readonly unknown[]).includes(value)) {
-    throw new InvalidArgumentError(`rw must be one of ${ATTRIBUTE_RW.join(', ')} (got ${shown(value)})`);
+    throw new InvalidArgumentError(mustBe('rw', oneOf(ATTRIBUTE_RW), value));
   }
   return value as AttributeRw;
 }
@@ -120,13 +121,13 @@ export function parseRule(body: Record<string, unknown>, type: AttributeType): A
   const max = ruleInteger(body, 'max');
   const round = ruleInteger(body, 'round');
   if (round < 0 || round > ROUND_MAX) {
-    throw new InvalidArgumentError(`rule.round must be an integer in 0..${ROUND_MAX} (got ${round})`);
+    throw new InvalidArgumentError(mustBe('rule.round', `an integer in ${range(0, ROUND_MAX)}`, round));
   }
   if ((type === 'INTEGER' || type === 'FLOAT') && max < min) {
-    throw new InvalidArgumentError(`rule.max must not be less than rule.min (got min ${min}, max ${max}); 0/0 means no bound`);
+    throw new InvalidArgumentError(`${mustBe('rule.max', `at least rule.min (${min})`, max)}; min and max both 0 mean no bound`);
   }
   if (type === 'STRING' && max < 0) {
-    throw new InvalidArgumentError(`rule.max must be >= 0 for STRING, the longest length in bytes; 0 means no limit (got ${max})`);
+    throw new InvalidArgumentError(`${mustBe('rule.max', 'at least 0 for STRING', max)}; it is the longest length in bytes, 0 for no limit`);
   }
   // Key order as RHILEX serialises the rule.
   return {
@@ -143,7 +144,7 @@ function ruleInteger(body: Record<string, unknown>, field: 'min' | 'max' | 'roun
   const value = body[field];
   if (value === undefined || value === null) return 0;
   if (typeof value !== 'number' || !Number.isSafeInteger(value)) {
-    throw new InvalidArgumentError(`rule.${field} must be an integer (got ${shown(value)})`);
+    throw new InvalidArgumentError(mustBe(`rule.${field}`, 'an integer', value));
   }
   return value;
 }
@@ -157,7 +158,7 @@ function ruleInteger(body: Record<string, unknown>, field: 'min' | 'max' | 'roun
 export function parseDefaultValue(value: unknown, type: AttributeType): number | boolean | string {
   if (value === undefined || value === null || value === '') return zeroValue(type);
   const refuse = (rule: string): never => {
-    throw new InvalidArgumentError(`rule.defaultValue must be ${rule} for ${type} (got ${shown(value)})`);
+    throw new InvalidArgumentError(mustBe('rule.defaultValue', `${rule} for ${type}`, value));
   };
   switch (type) {
     case 'INTEGER':
@@ -177,7 +178,7 @@ export function parseDefaultValue(value: unknown, type: AttributeType): number |
       if (value === '0' || value === 0) return zeroValue('GEO');
       return typeof value === 'string' && isGeo(value)
         ? value
-        : refuse('"lat,lng" with lat in [-90,90] and lng in [-180,180]');
+        : refuse(GEO_RULE);
   }
 }
 
@@ -193,13 +194,4 @@ export function zeroValue(type: AttributeType): number | boolean | string {
     case 'GEO':
       return '0,0';
   }
-}
-
-/** A value as an error message shows it. */
-export function shown(value: unknown): string {
-  if (value === undefined) return 'nothing';
-  if (Array.isArray(value)) return 'an array';
-  if (typeof value === 'object' && value !== null) return 'an object';
-  if (typeof value === 'string') return JSON.stringify(value.length > 64 ? `${value.slice(0, 64)}…` : value);
-  return String(value);
 }

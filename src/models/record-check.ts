@@ -3,6 +3,7 @@
  * synchronous, on plain data only: it also runs inside the script worker threads on a cloned model.
  * The error strings are what Lua receives; keep them short and stable (docs/models.md lists them).
  */
+import { describeValue, range } from '../util/messages.js';
 import type { Attribute, DataModel, RecordCheck } from './types.js';
 
 const RESERVED_KEYS = new Set(['id', 'create_at']);
@@ -57,7 +58,7 @@ export function checkValue(attribute: Attribute, value: unknown): ValueCheck {
         stored = roundDecimals(number, rule.round);
       }
       if (rule.max > rule.min && (stored < rule.min || stored > rule.max)) {
-        return { error: `attribute '${name}' must be in [${rule.min},${rule.max}], got ${stored}` };
+        return { error: `attribute '${name}' must be in ${range(rule.min, rule.max)}, got ${stored}` };
       }
       return { value: stored === 0 ? 0 : stored };
     }
@@ -75,14 +76,17 @@ export function checkValue(attribute: Attribute, value: unknown): ValueCheck {
       if (typeof value !== 'string') return wrongType(attribute, value);
       if (!isGeo(value)) {
         return {
-          error: `attribute '${name}' expects GEO "lat,lng" with lat in [-90,90] and lng in [-180,180], got ${quote(value)}`,
+          error: `attribute '${name}' expects GEO ${GEO_RULE}, got ${describeValue(value)}`,
         };
       }
       return { value };
   }
 }
 
-/** `"lat,lng"`: two decimal numbers, spaces around them allowed, lat in [-90,90], lng in [-180,180]. */
+/** What a GEO value must be, as messages write it. */
+export const GEO_RULE = `"lat,lng" with lat in ${range(-90, 90)} and lng in ${range(-180, 180)}`;
+
+/** `"lat,lng"`: two decimal numbers, spaces around them allowed, lat in -90..90, lng in -180..180. */
 export function isGeo(value: string): boolean {
   const parts = value.split(',').map((p) => p.trim());
   if (parts.length !== 2 || !parts.every((p) => GEO_PART.test(p))) return false;
@@ -117,10 +121,6 @@ function typeName(value: unknown): string {
 function luaNumber(value: number): string {
   if (Number.isNaN(value)) return 'nan';
   return value > 0 ? 'inf' : '-inf';
-}
-
-function quote(value: string): string {
-  return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
 }
 
 function fail(error: string): RecordCheck {

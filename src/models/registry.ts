@@ -11,13 +11,13 @@ import type { ModelLog, ModelSpec, RetentionLimits, Store } from '../store/index
 import { effectiveRetention, parseRetention } from './retention-input.js';
 import { existsSync } from 'node:fs';
 import { SerialQueue, mkdirDurable } from '../util/atomic-file.js';
+import { describeValue, mustBe, oneOf } from '../util/messages.js';
 import {
   parseAttributeFields,
   parseModelDescription,
   parseModelName,
   requireObject,
   requireString,
-  shown,
   type AttributeFields,
 } from './attribute-input.js';
 import { newUniqueId } from './ids.js';
@@ -152,7 +152,7 @@ export class ModelRegistry {
       const model = this.get(uuid);
       if (confirm !== true) {
         throw new InvalidArgumentError(
-          `confirm must be true: fix deletes every record of model ${model.uuid} (got ${shown(confirm)})`,
+          `${mustBe('confirm', 'true', confirm)}: fix deletes every record of model ${model.uuid}`,
         );
       }
       const draft = deepFreeze({ ...model, published: false });
@@ -188,7 +188,7 @@ export class ModelRegistry {
       const current = this.getAttribute(requireString(body, 'uuid'));
       if (body.schemaId !== undefined && body.schemaId !== current.schemaId) {
         throw new InvalidArgumentError(
-          `schemaId cannot change: attribute ${current.uuid} belongs to model ${current.schemaId} (got ${shown(body.schemaId)})`,
+          `schemaId cannot change: attribute ${current.uuid} belongs to model ${current.schemaId}, got ${describeValue(body.schemaId)}`,
         );
       }
       const model = this.get(current.schemaId);
@@ -242,7 +242,7 @@ export class ModelRegistry {
   templateFields(templateId: string): AttributeFields[] {
     const fields = templateFieldsOf(templateId);
     if (!fields) {
-      throw new InvalidArgumentError(`templateId must be one of ${TEMPLATE_IDS.join(', ')} (got ${shown(templateId)})`);
+      throw new InvalidArgumentError(mustBe('templateId', oneOf(TEMPLATE_IDS), templateId));
     }
     return fields;
   }
@@ -410,7 +410,7 @@ function visibleFieldsOf(model: DataModel): { fields: string[]; types: string[];
 
 /** Ids come from query strings; never echo a huge or odd value verbatim. */
 function uuidText(uuid: unknown): string {
-  return typeof uuid === 'string' && uuid.length <= 64 ? uuid : shown(uuid);
+  return typeof uuid === 'string' && uuid.length <= 64 ? uuid : describeValue(uuid);
 }
 
 function deepFreeze<T>(value: T): T {

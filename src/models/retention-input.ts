@@ -4,7 +4,8 @@
  */
 import { InvalidArgumentError } from '../errors.js';
 import type { RetentionLimits } from '../store/types.js';
-import { requireObject, shown } from './attribute-input.js';
+import { requireObject } from './attribute-input.js';
+import { mustBe, range } from '../util/messages.js';
 
 export interface ModelRetention {
   maxRecords: number | null;
@@ -29,7 +30,7 @@ export function parseRetention(input: unknown): ModelRetention {
     if (value === undefined || value === null) continue;
     const max = key === 'maxAgeHours' ? MAX_AGE_HOURS_MAX : Number.MAX_SAFE_INTEGER;
     if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0 || value > max) {
-      throw new InvalidArgumentError(`field '${key}' must be an integer in 0..${max} (0 = unlimited) or null (the [store] default), got ${shown(value)}`);
+      throw new InvalidArgumentError(mustBe(`field '${key}'`, `an integer in ${range(0, max)} (0 = unlimited) or null (the [store] default)`, value));
     }
     out[key] = value;
   }

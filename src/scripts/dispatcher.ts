@@ -4,19 +4,12 @@
  * but their records are appended strictly in arrival order: a finished batch waits until every
  * earlier batch of the input has been applied.
  */
-import { InvalidArgumentError, StoreReadOnlyError, UnavailableError } from '../errors.js';
-import { unpackOps } from './ops-pack.js';
-import { WorkerLostError, type ScriptPool } from './pool.js';
+import { InvalidArgumentError, StoreReadOnlyError, UnavailableError, WorkerLostError } from '../errors.js';
+import type { ScriptPool } from './pool.js';
 import type { RuleStatsBook } from './stats.js';
 import { RepeatFilter, capMessage } from './repeat-filter.js';
-import type { LogFn, ModelSource, PushResult, RecordLog, RecordOp, RuleScripts, RunResult, RunTask } from './types.js';
-
-/** A task's result with its records unpacked. */
-type BatchResult = Omit<RunResult, 'ops'> & { ops: RecordOp[] };
-
-function unpacked(result: RunResult): BatchResult {
-  return { ...result, ops: unpackOps(result.ops) };
-}
+import { unpackResult, type BatchResult, type RuleScripts, type RunTask } from './protocol.js';
+import type { LogFn, ModelSource, PushResult, RecordLog } from './types.js';
 
 /**
  * A task carries about this much work: long enough to amortise the per-task cost (messaging, and
@@ -161,7 +154,7 @@ export class InputDispatcher {
     for (const modelId of this.targetModels) {
       let target: RecordLog;
       try {
-        target = this.deps.models.log(modelId) as RecordLog;
+        target = this.deps.models.log(modelId);
       } catch {
         this.targetModels.delete(modelId);
         continue;
@@ -235,7 +228,7 @@ export class InputDispatcher {
         this.msPerPayload = this.msPerPayload === undefined ? sample : 0.7 * this.msPerPayload + 0.3 * sample;
         this.provenPayloads = Math.max(this.provenPayloads, entries.length);
       }
-      return unpacked(result);
+      return unpackResult(result);
     } catch (err) {
       if (err instanceof WorkerLostError) {
         // Something in the batch ran past the hard limit (or broke the worker): start small again.
@@ -260,7 +253,7 @@ export class InputDispatcher {
     for (let p = 0; p < batch.entries.length; p++) {
       for (let r = 0; r < batch.rules.length; r++) {
         try {
-          const single = unpacked(await this.deps.pool.run(this.task([batch.rules[r]], [batch.entries[p].payload]), this.deps.inendUuid));
+          const single = unpackResult(await this.deps.pool.run(this.task([batch.rules[r]], [batch.entries[p].payload]), this.deps.inendUuid));
           for (const op of single.ops) merged.ops.push({ ...op, payload: p, rule: r });
           for (const e of single.errors) merged.errors.push({ ...e, payload: p, rule: r });
           for (const d of single.debug) merged.debug.push({ ...d, rule: r });
@@ -331,7 +324,7 @@ export class InputDispatcher {
       try {
         let target = logs.get(op.modelId);
         if (target === undefined) {
-          target = models.log(op.modelId) as RecordLog;
+          target = models.log(op.modelId);
           logs.set(op.modelId, target);
         }
         const id = op.kind === 'save' ? target.save(op.record) : target.updateLast(op.record);

@@ -12,7 +12,7 @@ import { Simulator } from './simulator.js';
 import { RuleStatsBook } from './stats.js';
 import { optionalText, requireBody } from './metadata-file.js';
 import { mkdirDurable } from '../util/atomic-file.js';
-import { toLogFn, type Inend, type LevelLogger, type LogFn, type ModelSource, type PushResult, type RecordLog, type Rule, type RuleStats, type ValidationResult } from './types.js';
+import { toLogFn, type Inend, type LevelLogger, type LogFn, type ModelSource, type PushResult, type Rule, type RuleStats, type ValidationResult } from './types.js';
 
 export interface ScriptEngineOptions {
   dataDir: string;
@@ -214,7 +214,7 @@ export class ScriptEngine {
     for (const model of models) {
       if (!model.published) continue;
       try {
-        if ((this.opts.registry.log(model.uuid) as RecordLog).state === 'read-only') readOnlyModels.push(model.uuid);
+        if (this.opts.registry.log(model.uuid).state === 'read-only') readOnlyModels.push(model.uuid);
       } catch {
         // A model unpublished since list(): the worker reports it as not published.
       }

@@ -8,12 +8,14 @@ import { join } from 'node:path';
 import { AuthError, InvalidArgumentError, NotFoundError } from '../errors.js';
 import { newUniqueId } from '../models/ids.js';
 import { SerialQueue } from '../util/atomic-file.js';
+import { describeValue, mustBe, oneOf, range } from '../util/messages.js';
 import { optionalText, readList, requireBody, requireName, requireUuid, writeList } from './metadata-file.js';
 import { INEND_TYPES, type Inend, type InendType, type SimulatorConfig } from './types.js';
 
 export const INENDS_FILE = 'inends.json';
 const DESCRIPTION_CHARS_MAX = 2000;
 const SIMULATOR_TAGS_MAX = 256;
+const SIMULATOR_INTERVAL_MS_MAX = 3_600_000;
 const SIMULATOR_PAYLOADS_PER_TICK_MAX = 10_000;
 
 /** What inends.json holds per input: the public fields and, for HTTP, the token's hash. */
@@ -30,10 +32,10 @@ export function parseInendFields(input: unknown, current?: Inend): InendFields {
     current && body.description === undefined ? current.description : optionalText(body.description, 'description', DESCRIPTION_CHARS_MAX);
   let type: InendType;
   if (current) {
-    if (body.type !== undefined && body.type !== current.type) throw new InvalidArgumentError(`type cannot change (input ${current.uuid} is ${current.type})`);
+    if (body.type !== undefined && body.type !== current.type) throw new InvalidArgumentError(`type cannot change: input ${current.uuid} is ${current.type}, got ${describeValue(body.type)}`);
     type = current.type;
   } else {
-    if (!INEND_TYPES.includes(body.type as InendType)) throw new InvalidArgumentError(`type must be one of ${INEND_TYPES.join(', ')}`);
+    if (!INEND_TYPES.includes(body.type as InendType)) throw new InvalidArgumentError(mustBe('type', oneOf(INEND_TYPES), body.type));
     type = body.type as InendType;
   }
   const rawConfig = current && body.config === undefined ? current.config : body.config;
@@ -43,32 +45,33 @@ export function parseInendFields(input: unknown, current?: Inend): InendFields {
 
 function parseHttpConfig(value: unknown): Record<string, unknown> {
   if (value === undefined || value === null) return {};
-  if (typeof value !== 'object' || Array.isArray(value)) throw new InvalidArgumentError('config must be an object');
+  if (typeof value !== 'object' || Array.isArray(value)) throw new InvalidArgumentError(mustBe('config', 'an object', value));
   return { ...(value as Record<string, unknown>) };
 }
 
 export function parseSimulatorConfig(value: unknown): SimulatorConfig {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new InvalidArgumentError('config must be an object {intervalMs, tags: [{tag, min, max}]}');
+    throw new InvalidArgumentError(mustBe('config', 'an object {intervalMs, tags: [{tag, min, max}]}', value));
   }
   const c = value as Record<string, unknown>;
   const intervalMs = c.intervalMs;
-  if (typeof intervalMs !== 'number' || !Number.isInteger(intervalMs) || intervalMs < 1 || intervalMs > 3_600_000) {
-    throw new InvalidArgumentError('config.intervalMs must be an integer in [1, 3600000]');
+  if (typeof intervalMs !== 'number' || !Number.isInteger(intervalMs) || intervalMs < 1 || intervalMs > SIMULATOR_INTERVAL_MS_MAX) {
+    throw new InvalidArgumentError(mustBe('config.intervalMs', `an integer in ${range(1, SIMULATOR_INTERVAL_MS_MAX)}`, intervalMs));
   }
   const payloadsPerTick = c.payloadsPerTick ?? 1;
   if (typeof payloadsPerTick !== 'number' || !Number.isInteger(payloadsPerTick) || payloadsPerTick < 1 || payloadsPerTick > SIMULATOR_PAYLOADS_PER_TICK_MAX) {
-    throw new InvalidArgumentError(`config.payloadsPerTick must be an integer in [1, ${SIMULATOR_PAYLOADS_PER_TICK_MAX}]`);
+    throw new InvalidArgumentError(mustBe('config.payloadsPerTick', `an integer in ${range(1, SIMULATOR_PAYLOADS_PER_TICK_MAX)}`, payloadsPerTick));
   }
   if (!Array.isArray(c.tags) || c.tags.length === 0 || c.tags.length > SIMULATOR_TAGS_MAX) {
-    throw new InvalidArgumentError(`config.tags must be an array of 1 to ${SIMULATOR_TAGS_MAX} {tag, min, max}`);
+    const given = Array.isArray(c.tags) ? `${c.tags.length} tags` : describeValue(c.tags);
+    throw new InvalidArgumentError(`config.tags must be an array of ${range(1, SIMULATOR_TAGS_MAX)} {tag, min, max}, got ${given}`);
   }
   const tags = c.tags.map((t: unknown, i: number) => {
     const tag = (t ?? {}) as Record<string, unknown>;
-    if (typeof tag.tag !== 'string' || tag.tag === '') throw new InvalidArgumentError(`config.tags[${i}].tag must be a non-empty string`);
-    if (typeof tag.min !== 'number' || !Number.isFinite(tag.min)) throw new InvalidArgumentError(`config.tags[${i}].min must be a number`);
+    if (typeof tag.tag !== 'string' || tag.tag === '') throw new InvalidArgumentError(mustBe(`config.tags[${i}].tag`, 'a non-empty string', tag.tag));
+    if (typeof tag.min !== 'number' || !Number.isFinite(tag.min)) throw new InvalidArgumentError(mustBe(`config.tags[${i}].min`, 'a number', tag.min));
     if (typeof tag.max !== 'number' || !Number.isFinite(tag.max) || tag.max < tag.min) {
-      throw new InvalidArgumentError(`config.tags[${i}].max must be a number >= min`);
+      throw new InvalidArgumentError(mustBe(`config.tags[${i}].max`, `a number at least min (${tag.min})`, tag.max));
     }
     return { tag: tag.tag, min: tag.min, max: tag.max };
   });

@@ -5,8 +5,10 @@
 import { readFile } from 'node:fs/promises';
 import { InvalidArgumentError, StateError } from '../errors.js';
 import { writeFileAtomic } from '../util/atomic-file.js';
+import { mustBe } from '../util/messages.js';
 
 const FORMAT_VERSION = 1;
+const NAME_CHARS_MAX = 200;
 
 export async function readList<T>(path: string, key: string): Promise<T[]> {
   let text: string;
@@ -34,26 +36,26 @@ export function writeList<T>(path: string, key: string, items: readonly T[]): Pr
 
 export function requireBody(input: unknown): Record<string, unknown> {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-    throw new InvalidArgumentError('request body must be a JSON object');
+    throw new InvalidArgumentError(mustBe('request body', 'a JSON object', input));
   }
   return input as Record<string, unknown>;
 }
 
 export function requireName(value: unknown, field = 'name'): string {
-  if (typeof value !== 'string' || value.trim() === '') throw new InvalidArgumentError(`${field} must be a non-empty string`);
-  if (value.length > 200) throw new InvalidArgumentError(`${field} must be at most 200 characters`);
+  if (typeof value !== 'string' || value.trim() === '') throw new InvalidArgumentError(mustBe(field, 'a non-empty string', value));
+  if (value.length > NAME_CHARS_MAX) throw new InvalidArgumentError(`${field} must be at most ${NAME_CHARS_MAX} characters, got ${value.length}`);
   return value.trim();
 }
 
 /** Absent means empty; anything else must be a string. */
 export function optionalText(value: unknown, field: string, maxLength: number): string {
   if (value === undefined || value === null) return '';
-  if (typeof value !== 'string') throw new InvalidArgumentError(`${field} must be a string`);
-  if (value.length > maxLength) throw new InvalidArgumentError(`${field} must be at most ${maxLength} characters`);
+  if (typeof value !== 'string') throw new InvalidArgumentError(mustBe(field, 'a string', value));
+  if (value.length > maxLength) throw new InvalidArgumentError(`${field} must be at most ${maxLength} characters, got ${value.length}`);
   return value;
 }
 
 export function requireUuid(value: unknown, field = 'uuid'): string {
-  if (typeof value !== 'string' || value === '') throw new InvalidArgumentError(`${field} must be a non-empty string`);
+  if (typeof value !== 'string' || value === '') throw new InvalidArgumentError(mustBe(field, 'a non-empty string', value));
   return value;
 }

@@ -10,7 +10,9 @@
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
-import type { RunResult, RunTask, ValidationResult, CompileTask } from './types.js';
+import { WorkerLostError } from '../errors.js';
+import type { CompileTask, RunResult, RunTask, WorkerTask } from './protocol.js';
+import type { ValidationResult } from './types.js';
 
 export interface PoolOptions {
   /** 0 = cores - 1, at least 1. */
@@ -22,22 +24,15 @@ export interface PoolOptions {
   workerFile?: string;
 }
 
-/** Thrown for a task whose worker was ended: the hard time limit, or a crash of the worker. */
 /** /healthz says degraded while a worker fault is younger than this. */
 const FAULT_WINDOW_MS = 60_000;
 const FAULTS_KEPT = 20;
 
-export class WorkerLostError extends Error {
-  constructor(message: string, options?: ErrorOptions) {
-    super(message, options);
-    this.name = 'WorkerLostError';
-  }
-}
-
 /**
  * Compiled, the worker module is beside this one (dist/scripts/, or dist-bench/src/scripts/ for the
  * benchmarks). Under vitest this module runs from src/scripts/pool.ts, but worker threads need
- * compiled JS, so a TS path inside src/ maps to the same place in dist/ (`npm test` builds first).
+ * compiled JS, so a TS path inside src/ maps to the same place in dist/; the tests' global setup
+ * (test/support/fresh-dist.ts) rebuilds dist/ first whenever it is older than src/.
  */
 export function defaultWorkerFile(moduleUrl: string = import.meta.url): string {
   const here = fileURLToPath(moduleUrl);
@@ -84,7 +79,7 @@ export class ScriptPool {
     await this.piscina.destroy();
   }
 
-  private async submit(task: RunTask | CompileTask, owner: string): Promise<unknown> {
+  private async submit(task: WorkerTask, owner: string): Promise<unknown> {
     await this.acquire(owner);
     try {
       return await this.piscina.run(task, { signal: AbortSignal.timeout(this.options.hardTimeoutMs) });

@@ -7,8 +7,10 @@ import { join } from 'node:path';
 import { InvalidArgumentError, NotFoundError } from '../errors.js';
 import { newUniqueId } from '../models/ids.js';
 import { SerialQueue } from '../util/atomic-file.js';
+import { mustBe } from '../util/messages.js';
 import { optionalText, readList, requireBody, requireName, requireUuid, writeList } from './metadata-file.js';
-import type { Rule, RuleScripts } from './types.js';
+import type { RuleScripts } from './protocol.js';
+import type { Rule } from './types.js';
 
 export const RULES_FILE = 'rules.json';
 const SCRIPT_CHARS_MAX = 256 * 1024;
@@ -40,10 +42,10 @@ export function parseRuleFields(input: unknown, inendExists: (uuid: string) => b
 
 function parseFromSource(value: unknown, inendExists: (uuid: string) => boolean): string[] {
   if (value === undefined) return [];
-  if (!Array.isArray(value)) throw new InvalidArgumentError('fromSource must be an array of input uuids');
+  if (!Array.isArray(value)) throw new InvalidArgumentError(mustBe('fromSource', 'an array of input uuids', value));
   const seen = new Set<string>();
   value.forEach((uuid, i) => {
-    if (typeof uuid !== 'string' || uuid === '') throw new InvalidArgumentError(`fromSource[${i}] must be an input uuid string`);
+    if (typeof uuid !== 'string' || uuid === '') throw new InvalidArgumentError(mustBe(`fromSource[${i}]`, 'an input uuid', uuid));
     if (!inendExists(uuid)) throw new InvalidArgumentError(`fromSource[${i}] refers to unknown input ${uuid}`);
     if (seen.has(uuid)) throw new InvalidArgumentError(`fromSource[${i}] repeats input ${uuid}`);
     seen.add(uuid);

@@ -2,7 +2,8 @@
  * Per-rule statistics. Workers count invocation durations into a fixed-bucket histogram (cheap to
  * fill, cheap to send, mergeable), the main thread adds them up and derives p50/p99 from the buckets.
  */
-import type { InvocationError, RuleError, RuleRunSummary, RuleStats } from './types.js';
+import type { InvocationError, RuleRunSummary } from './protocol.js';
+import type { RuleError, RuleStats } from './types.js';
 
 /** Upper bounds in milliseconds; the last bucket holds everything slower. */
 export const DURATION_BUCKETS_MS = [

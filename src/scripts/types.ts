@@ -1,9 +1,9 @@
 /**
- * Shapes of the rule runtime: the public objects (rules, inputs, stats, push answers), the narrow view
- * of the model registry it needs, and the messages exchanged with the script workers.
+ * Shapes of the rule runtime: the public objects (rules, inputs, stats, push answers) and the narrow
+ * views of the model registry and the store it needs. The worker messages are in protocol.ts.
  */
-import type { DataModel } from '../models/types.js';
-import type { PackedOps } from './ops-pack.js';
+import type { ModelRegistry } from '../models/registry.js';
+import type { ModelLog } from '../store/index.js';
 
 export const INEND_TYPES = ['HTTP', 'SIMULATOR'] as const;
 export type InendType = (typeof INEND_TYPES)[number];
@@ -107,90 +107,13 @@ export function toLogFn(log: LogFn | LevelLogger | undefined): LogFn | undefined
   return (level, obj, msg) => log[level](obj, msg);
 }
 
-/** What the engine needs of a model's log; src/store's ModelLog satisfies it. */
-export interface RecordLog {
-  save(record: Record<string, unknown>): number;
-  updateLast(fields: Record<string, unknown>): number;
-  durable(id?: number, options?: { rejectWhenReadOnly?: boolean }): Promise<void>;
-  readonly durability: 'none' | 'interval' | 'always';
-  readonly state: 'ok' | 'read-only';
-  stats(): { lastError?: string };
-}
-
 /**
- * What the engine needs of the model registry (src/models/registry.ts's ModelRegistry). The registry
- * types `log()` with its own narrow view; the object it returns is the store's ModelLog, a RecordLog.
+ * What the engine uses of a model's log: append, wait for durability, watch for a read-only store. A
+ * `Pick` of the store's ModelLog, so a change of a signature there fails to compile here.
  */
-export interface ModelSource {
-  list(): DataModel[];
-  log(uuid: string): object;
-  onChange(listener: () => void): () => void;
-}
+export type RecordLog = Pick<ModelLog, 'save' | 'updateLast' | 'durable' | 'durability' | 'state' | 'stats'>;
 
-// ---- messages between the main thread and the script workers ----
-
-/** The compiled form a worker caches per rule, replaced when `version` changes. */
-export interface RuleScripts {
-  uuid: string;
-  version: number;
-  actions: string;
-  success: string;
-  failed: string;
-}
-
-export interface RunTask {
-  kind: 'run';
-  /** Bumped by the main thread whenever a model changes; workers re-index `models` only then. */
-  modelsVersion: number;
-  models: DataModel[];
-  /** Models whose log refuses writes: `rds:*` answers the read-only error string for them at once. */
-  readOnlyModels: string[];
-  /** Bumped when rules are created, replaced or deleted; workers drop compiled rules not in `liveRuleIds`. */
-  rulesEpoch: number;
-  liveRuleIds: string[];
-  rules: RuleScripts[];
-  payloads: string[];
-}
-
-export interface CompileTask {
-  kind: 'compile';
-  actions: string;
-  success: string;
-  failed: string;
-}
-
-export type WorkerTask = RunTask | CompileTask;
-
-export interface RecordOp {
-  payload: number;
-  rule: number;
-  modelId: string;
-  kind: 'save' | 'update';
-  record: Record<string, unknown>;
-}
-
-export interface InvocationError {
-  payload: number;
-  rule: number;
-  message: string;
-  line?: number;
-}
-
-/** Per rule of a task: counters and a duration histogram (bucket counts, see stats.ts). */
-export interface RuleRunSummary {
-  invocations: number;
-  failures: number;
-  histogram: number[];
-}
-
-export interface RunResult {
-  /** The RecordOps, packed (ops-pack.ts). */
-  ops: PackedOps;
-  errors: InvocationError[];
-  summaries: RuleRunSummary[];
-  debug: Array<{ rule: number; message: string }>;
-  /** Time the worker spent on the task; sizes the next batches. */
-  elapsedMs?: number;
-  /** Payloads for which rds refused a record because the model's store was read-only. */
-  readOnlyPayloads?: number[];
-}
+/** What the engine uses of the model registry; `log()` is NotFoundError / StateError when not published. */
+export type ModelSource = Pick<ModelRegistry, 'list' | 'onChange'> & {
+  log(uuid: string): RecordLog;
+};

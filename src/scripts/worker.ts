@@ -8,9 +8,9 @@ import { checkRecord } from '../models/record-check.js';
 import type { DataModel } from '../models/types.js';
 import { INVOKE_ERROR, INVOKE_TIMEOUT, type LibHost } from './lua-libs.js';
 import { LuaSandbox, type SandboxLimits } from './lua-sandbox.js';
-import { OpPacker } from './ops-pack.js';
 import { newHistogram, recordDuration } from './stats.js';
-import type { CompileTask, RunResult, RunTask, ValidationResult, WorkerTask } from './types.js';
+import { OpPacker, type CompileTask, type RunResult, type RunTask, type WorkerAnswer, type WorkerTask } from './protocol.js';
+import type { ValidationResult } from './types.js';
 
 /** A runaway `rds:Save` loop would otherwise fill the task result until the soft limit hits. */
 export const RECORDS_PER_INVOCATION_MAX = 1000;
@@ -93,7 +93,7 @@ export class ScriptWorker {
     return new ScriptWorker(await LuaSandbox.create(limits, context), context);
   }
 
-  handle(task: WorkerTask): RunResult | ValidationResult {
+  handle(task: WorkerTask): WorkerAnswer {
     return task.kind === 'compile' ? this.validate(task) : this.run(task);
   }
 

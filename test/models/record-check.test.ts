@@ -52,18 +52,18 @@ describe('checkRecord', () => {
     [{ tag: 5 }, "attribute 'tag' expects STRING, got number"],
     [{ pos: [1, 2] }, "attribute 'pos' expects GEO, got table"],
     [{ count: 2.5 }, "attribute 'count' expects INTEGER, got fraction 2.5"],
-    [{ count: 11 }, "attribute 'count' must be in [0,10], got 11"],
-    [{ count: -1 }, "attribute 'count' must be in [0,10], got -1"],
-    [{ temp: 125.06 }, "attribute 'temp' must be in [-40,125], got 125.1"],
+    [{ count: 11 }, "attribute 'count' must be in 0..10, got 11"],
+    [{ count: -1 }, "attribute 'count' must be in 0..10, got -1"],
+    [{ temp: 125.06 }, "attribute 'temp' must be in -40..125, got 125.1"],
     [{ raw: Infinity }, "attribute 'raw' expects a finite number, got inf"],
     [{ raw: -Infinity }, "attribute 'raw' expects a finite number, got -inf"],
     [{ raw: NaN }, "attribute 'raw' expects a finite number, got nan"],
     [{ tag: 'abcdefg' }, "attribute 'tag' must be at most 6 bytes, got 7"],
     [{ tag: 'ééé£' }, "attribute 'tag' must be at most 6 bytes, got 8"],
-    [{ pos: '91,0' }, 'attribute \'pos\' expects GEO "lat,lng" with lat in [-90,90] and lng in [-180,180], got "91,0"'],
-    [{ pos: '0,180.5' }, 'attribute \'pos\' expects GEO "lat,lng" with lat in [-90,90] and lng in [-180,180], got "0,180.5"'],
-    [{ pos: '1,2,3' }, 'attribute \'pos\' expects GEO "lat,lng" with lat in [-90,90] and lng in [-180,180], got "1,2,3"'],
-    [{ pos: 'north' }, 'attribute \'pos\' expects GEO "lat,lng" with lat in [-90,90] and lng in [-180,180], got "north"'],
+    [{ pos: '91,0' }, 'attribute \'pos\' expects GEO "lat,lng" with lat in -90..90 and lng in -180..180, got "91,0"'],
+    [{ pos: '0,180.5' }, 'attribute \'pos\' expects GEO "lat,lng" with lat in -90..90 and lng in -180..180, got "0,180.5"'],
+    [{ pos: '1,2,3' }, 'attribute \'pos\' expects GEO "lat,lng" with lat in -90..90 and lng in -180..180, got "1,2,3"'],
+    [{ pos: 'north' }, 'attribute \'pos\' expects GEO "lat,lng" with lat in -90..90 and lng in -180..180, got "north"'],
   ])('refuses %j', (input, message) => {
     expect(error(input)).toBe(message);
     expect(error(input, 'update')).toBe(message);
@@ -82,7 +82,7 @@ describe('checkRecord', () => {
   });
 
   it('reports the first problem only, and refuses a non-table', () => {
-    expect(error({ count: 99, x: 1 })).toBe("attribute 'count' must be in [0,10], got 99");
+    expect(error({ count: 99, x: 1 })).toBe("attribute 'count' must be in 0..10, got 99");
     expect(error([] as unknown as Record<string, unknown>)).toBe('record for model SCHEMATEST2345 must be a table, got table');
   });
 

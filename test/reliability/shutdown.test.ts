@@ -42,7 +42,7 @@ async function recoveryOf(model: string) {
   const { config } = await loadConfig({ file, env: {} });
   const { store, registry } = await openData(config);
   try {
-    const log = registry.log(model) as unknown as { recovery: { clean: boolean; scannedBytes: number; truncatedBytes: number; lostRanges: unknown[] } };
+    const log = registry.log(model);
     return { ...log.recovery, lostRanges: [...log.recovery.lostRanges] };
   } finally {
     await store.close();

@@ -65,8 +65,7 @@ export async function openHarness(
       return model.uuid;
     },
     async records(modelUuid) {
-      const log = registry.log(modelUuid) as unknown as { page(q: object): Promise<{ records: RecordView[] }> };
-      return (await log.page({ current: 1, size: 1000, order: 'asc' })).records;
+      return (await registry.log(modelUuid).page({ current: 1, size: 1000, order: 'asc' })).records;
     },
     async close() {
       await engine.close();

@@ -7,7 +7,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ScriptPool } from '../../src/scripts/pool.js';
 import { MESSAGE_CHARS_MAX, RepeatFilter, capMessage } from '../../src/scripts/repeat-filter.js';
-import type { RunTask } from '../../src/scripts/types.js';
+import type { RunTask } from '../../src/scripts/protocol.js';
 import { inputWithRule, openHarness, type Harness } from './helpers.js';
 
 let h: Harness | undefined;
