@@ -5,17 +5,12 @@
  */
 import { InvalidArgumentError } from '../errors.js';
 import type { DataModel } from '../models/types.js';
-import type { ExportRange, RecordView } from '../store/types.js';
+import type { ExportFormat, ExportOptions, ExportSource, FormulaMode } from './export-source.js';
 import { compactStamp, isoSeconds } from './format.js';
 import { badParameter } from './params.js';
 import { xlsxChunks } from './xlsx-export.js';
 
-export const EXPORT_FORMATS = ['csv', 'jsonl', 'xlsx'] as const;
-export type ExportFormat = (typeof EXPORT_FORMATS)[number];
-
-/** `escape` neutralises formula-looking STRING cells in CSV (the default); `raw` writes them as stored. */
-export const FORMULA_MODES = ['escape', 'raw'] as const;
-export type FormulaMode = (typeof FORMULA_MODES)[number];
+export { EXPORT_FORMATS, FORMULA_MODES, type ExportFormat, type ExportOptions, type ExportSource, type FormulaMode } from './export-source.js';
 
 const CHUNK_CHARS = 64 * 1024;
 
@@ -90,20 +85,7 @@ export function neutraliseFormula(text: string): string {
   return FORMULA_START.test(text) && !SIGNED_NUMBER.test(text) ? `'${text}` : text;
 }
 
-export interface ExportOptions {
-  format: ExportFormat;
-  /** CSV only; JSON Lines is always exact. Default `escape`. */
-  formulas?: FormulaMode;
-  /** Progress: records written, reported after each chunk. */
-  onRecords?: (count: number) => void;
-}
 
-export interface ExportSource {
-  model: DataModel;
-  log: { iterate(range?: ExportRange): AsyncIterableIterator<RecordView> };
-  fromId?: number;
-  toId?: number;
-}
 
 /**
  * The export as chunks: text for CSV and JSONL, binary for XLSX (see xlsx-export.ts).

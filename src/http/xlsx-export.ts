@@ -6,7 +6,7 @@
  */
 import { PassThrough } from 'node:stream';
 import { once } from 'node:events';
-import type { ExportOptions, ExportSource } from './export.js';
+import type { ExportOptions, ExportSource } from './export-source.js';
 
 /** Rows written before the producer checks for backpressure from the consumer. */
 const ROWS_PER_CHECK = 256;

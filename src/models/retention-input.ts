@@ -4,14 +4,9 @@
  */
 import { InvalidArgumentError } from '../errors.js';
 import type { RetentionLimits } from '../store/types.js';
+import type { ModelRetention } from './types.js';
 import { requireObject } from './attribute-input.js';
 import { mustBe, range } from '../util/messages.js';
-
-export interface ModelRetention {
-  maxRecords: number | null;
-  maxBytes: number | null;
-  maxAgeHours: number | null;
-}
 
 const HOUR_MS = 3_600_000;
 const MAX_AGE_HOURS_MAX = 876_000;

@@ -2,7 +2,6 @@
  * Data models ("data schemas" in RHILEX) and their attributes ("properties"), as contract section 3.
  * These shapes are plain data: they travel to the script workers with structured clone.
  */
-import type { ModelRetention } from './retention-input.js';
 
 export const ATTRIBUTE_TYPES = ['INTEGER', 'FLOAT', 'BOOL', 'STRING', 'GEO'] as const;
 export type AttributeType = (typeof ATTRIBUTE_TYPES)[number];
@@ -32,6 +31,13 @@ export interface Attribute {
   unit: string;
   description: string;
   rule: AttributeRule;
+}
+
+/** A model's own retention limits (contract 14): a non-negative integer (0 = unlimited) or null (the `[store]` default). */
+export interface ModelRetention {
+  maxRecords: number | null;
+  maxBytes: number | null;
+  maxAgeHours: number | null;
 }
 
 export interface DataModel {
