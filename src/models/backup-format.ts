@@ -30,10 +30,21 @@ export function headerLine(model: DataModel, records: number): string {
   return `${JSON.stringify({ format: BACKUP_FORMAT, model: backupModel(model), records })}\n`;
 }
 
-/** `{"id":..,"create_at_ms":..,<attributes>}`: the view's own key order, with create_at renamed. */
-export function recordLine(view: RecordView): string {
-  // The view starts with `{"id":<number>,"create_at":`, so the first match is that key.
-  return `${JSON.stringify(view).replace('"create_at":', '"create_at_ms":')}\n`;
+/**
+ * Writes `{"id":..,"create_at_ms":..,<attributes>}` lines for the model's records: the keys are
+ * escaped once here, values by type (numbers and booleans print as JSON does, null as `null`), which is
+ * several times faster than JSON.stringify of each record.
+ */
+export function recordLineWriter(model: DataModel): (view: RecordView) => string {
+  const parts = model.attributes.map((a) => ({ name: a.name, prefix: `,${JSON.stringify(a.name)}:`, text: a.type === 'STRING' || a.type === 'GEO' }));
+  return (view) => {
+    let line = `{"id":${view.id},"create_at_ms":${view.create_at}`;
+    for (const p of parts) {
+      const value = view[p.name];
+      line += p.prefix + (value === null || value === undefined ? 'null' : p.text ? JSON.stringify(value) : String(value));
+    }
+    return `${line}}\n`;
+  };
 }
 
 export interface BackupHeader {

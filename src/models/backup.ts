@@ -9,7 +9,7 @@
 import { InvalidArgumentError, StateError } from '../errors.js';
 import type { ModelLog, ModelSpec, Store } from '../store/index.js';
 import { lineBatches } from '../util/lines.js';
-import { backupModel, headerLine, parseHeader, recordLine, RecordLineReader } from './backup-format.js';
+import { backupModel, headerLine, parseHeader, recordLineWriter, RecordLineReader } from './backup-format.js';
 import { importRows, type ImportFormat } from './import-rows.js';
 import type { ModelRegistry } from './registry.js';
 import type { DataModel } from './types.js';
@@ -51,6 +51,7 @@ export async function* backupChunks(model: DataModel, log: BackupLog, progress: 
   const iterator = log.iterate({ toId: stats.lastId });
   const first = iterator.next();
   const lost = lostIdsWithin(log.recovery.lostRanges, stats.firstId, stats.lastId);
+  const recordLine = recordLineWriter(model);
   let chunk = headerLine(model, Math.max(0, stats.lastId - stats.firstId + 1 - lost));
   let done = 0;
   try {
