@@ -10,6 +10,7 @@ import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { loadConfig } from '../src/config/index.js';
 import { openData } from '../src/server.js';
+import { ModelTransfers } from '../src/models/backup.js';
 import { startHttpServer } from '../src/http/server.js';
 import { ScriptEngine } from '../src/scripts/engine.js';
 import { startSqliteHttpServer } from './baselines/sqlite-http-server.js';
@@ -66,7 +67,7 @@ async function startOurs(dir: string): Promise<Running> {
   const logger = pino({ level: 'silent' });
   // Idle here (no inputs, no rules), but the HTTP layer always has one, as in production.
   const engine = await ScriptEngine.open({ dataDir: config.main.dataDir, config: config.scripts, registry, log: logger });
-  const http = await startHttpServer({ config, registry, engine, logger });
+  const http = await startHttpServer({ config, registry, transfers: new ModelTransfers(store, registry), engine, logger });
   return {
     port: http.port,
     uuid: model.uuid,

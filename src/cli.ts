@@ -2,6 +2,9 @@
 /**
  * edge-datacenter [serve] [--config FILE]
  * edge-datacenter export --model UUID [--format csv|jsonl|xlsx] [--formulas escape|raw] [--out FILE] [--from ID] [--to ID] [--config FILE]
+ * edge-datacenter backup --model UUID [--out FILE] [--config FILE]
+ * edge-datacenter restore [--in FILE] [--replace] [--config FILE]
+ * edge-datacenter import --model UUID [--format csv|jsonl] [--in FILE] [--config FILE]
  * edge-datacenter config --print-defaults
  */
 import { createWriteStream, type WriteStream } from 'node:fs';
@@ -12,6 +15,7 @@ import { pino, type Logger } from 'pino';
 import { defaultConfigText, loadConfig, type LoadedConfig } from './config/index.js';
 import { EdgeError, ListenError, UsageError } from './errors.js';
 import { exportChunks, exportFormat, formulaMode } from './http/export.js';
+import { backupCommand, importCommand, restoreCommand } from './cli-transfers.js';
 import { hostPort, SERVICE_VERSION } from './http/server.js';
 import { openData, startService, type RunningService } from './server.js';
 
@@ -23,6 +27,14 @@ const USAGE = `Usage:
       Write a model's records in id order to FILE (default: standard output), reading the store
       directly. Stop the service first, or use GET /api/v1/datacenter/exportData while it runs.
       CSV prefixes ' to STRING values a spreadsheet would run as formulas; --formulas raw keeps them.
+  edge-datacenter backup --model UUID [--out FILE] [--config FILE]
+      Write a model's backup (NDJSON: its definition, then every record with its id and create_at)
+      to FILE (default: standard output). Offline, like export.
+  edge-datacenter restore [--in FILE] [--replace] [--config FILE]
+      Recreate the model of a backup (default: standard input) with its uuid, ids and create_at,
+      published. An existing model is replaced only with --replace. All or nothing; offline.
+  edge-datacenter import --model UUID [--format csv|jsonl] [--in FILE] [--config FILE]
+      Append the rows of an export file to a model with new ids, keeping create_at. All or nothing; offline.
   edge-datacenter config --print-defaults
       Print the commented default configuration file.
   edge-datacenter --help | --version
@@ -39,6 +51,8 @@ function parse(argv: string[]) {
       format: { type: 'string', short: 'f' },
       formulas: { type: 'string' },
       out: { type: 'string', short: 'o' },
+      in: { type: 'string', short: 'i' },
+      replace: { type: 'boolean' },
       from: { type: 'string' },
       to: { type: 'string' },
       'print-defaults': { type: 'boolean' },
@@ -57,6 +71,12 @@ function idOption(parsed: Parsed, name: 'from' | 'to'): number | undefined {
     throw new UsageError(`--${name} must be a record id (an integer >= 1), got ${JSON.stringify(raw)}`);
   }
   return Number(raw);
+}
+
+function requiredModel(parsed: Parsed, command: string): string {
+  const uuid = parsed.values.model;
+  if (uuid === undefined || uuid.length === 0) throw new UsageError(`${command} needs --model UUID`);
+  return uuid;
 }
 
 async function load(file: string | undefined): Promise<{ loaded: LoadedConfig; notes: string[] }> {
@@ -190,6 +210,15 @@ async function main(argv: string[]): Promise<number> {
         return -1; // keeps running; the signal handlers exit
       case 'export':
         await exportCommand(parsed);
+        return 0;
+      case 'backup':
+        await backupCommand((await load(parsed.values.config)).loaded.config, requiredModel(parsed, 'backup'), parsed.values.out);
+        return 0;
+      case 'restore':
+        await restoreCommand((await load(parsed.values.config)).loaded.config, parsed.values.in, parsed.values.replace === true);
+        return 0;
+      case 'import':
+        await importCommand((await load(parsed.values.config)).loaded.config, requiredModel(parsed, 'import'), parsed.values.format, parsed.values.in);
         return 0;
       case 'config':
         if (!parsed.values['print-defaults']) throw new UsageError('config needs --print-defaults');

@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import type { Config } from './config/types.js';
 import { type HttpServer, startHttpServer } from './http/server.js';
 import { ModelRegistry } from './models/registry.js';
+import { ModelTransfers } from './models/backup.js';
 import { ScriptEngine } from './scripts/engine.js';
 import { Store } from './store/index.js';
 import type { StoreOptions } from './store/types.js';
@@ -119,6 +120,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     const http = await startHttpServer({
       config,
       registry,
+      transfers: new ModelTransfers(store, registry),
       engine,
       logger: logger.child({ module: 'http' }),
     });

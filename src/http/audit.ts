@@ -17,6 +17,8 @@ export interface AuditCtx {
 
 export type AuditAction =
   | 'data.clear'
+  | 'data.restore'
+  | 'data.import'
   | 'model.delete'
   | 'model.fix'
   | 'model.publish'

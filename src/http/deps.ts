@@ -8,6 +8,7 @@ import type { Config } from '../config/types.js';
 import type { ModelRegistry } from '../models/registry.js';
 import type { ScriptEngine } from '../scripts/engine.js';
 import type { ModelLog } from '../store/index.js';
+import type { TransfersView } from './backup-routes.js';
 
 /** A published model's log, as the read, export, clear and recovery routes use it. */
 export type LogView = Pick<ModelLog, 'page' | 'latest' | 'iterate' | 'clear' | 'stats' | 'findings' | 'acknowledgeFindings'>;
@@ -60,6 +61,8 @@ export type EngineView = Pick<
 export interface HttpDeps {
   config: Config;
   registry: RegistryView;
+  /** Backup, restore and import (src/models/backup.ts). */
+  transfers: TransfersView;
   engine: EngineView;
   logger: Logger;
 }

@@ -16,6 +16,9 @@ import type { HttpRequest, HttpResponse } from './uws.js';
 /** Headers that must not come twice with different values: which one counts would depend on who reads. */
 const SINGLE_HEADERS = new Set(['authorization', 'x-api-secret', 'content-length', 'transfer-encoding', 'host', 'content-type']);
 
+/** Upload bytes buffered before uWS is paused (bodyChunks). */
+const BODY_BUFFER_BYTES = 1024 * 1024;
+
 /** Methods counted under their own name in the request counts; any other is `OTHER`. */
 const COUNTED_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'PATCH']);
 
@@ -111,6 +114,64 @@ export class Exchange {
       if (chunk.byteLength > 0) chunks.push(Buffer.from(new Uint8Array(chunk)));
       if (isLast) done(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
     });
+  }
+
+  /**
+   * The body as chunks pulled by the consumer, for uploads of any size (restore, import): uWS is paused
+   * while more than BODY_BUFFER_BYTES wait, so memory stays constant. Ends with an error when the client
+   * goes away.
+   */
+  bodyChunks(): AsyncIterable<Uint8Array> {
+    this.hookAbort();
+    const queue: Buffer[] = [];
+    let queued = 0;
+    let last = false;
+    let paused = false;
+    let wake: (() => void) | undefined;
+    const notify = (): void => {
+      const fn = wake;
+      wake = undefined;
+      fn?.();
+    };
+    const previousAbort = this.onAbort;
+    this.onAbort = () => {
+      previousAbort?.();
+      notify();
+    };
+    this.res.onData((chunk, isLast) => {
+      if (!this.open) return;
+      if (chunk.byteLength > 0) {
+        // uWS neuters the ArrayBuffer after this callback: copy it.
+        queue.push(Buffer.from(new Uint8Array(chunk)));
+        queued += chunk.byteLength;
+      }
+      last = isLast;
+      if (!last && queued > BODY_BUFFER_BYTES && !paused) {
+        paused = true;
+        this.res.pause();
+      }
+      notify();
+    });
+    const ex = this;
+    return {
+      async *[Symbol.asyncIterator]() {
+        for (;;) {
+          const next = queue.shift();
+          if (next !== undefined) {
+            queued -= next.length;
+            if (paused && queued <= BODY_BUFFER_BYTES / 2 && ex.open) {
+              paused = false;
+              ex.res.resume();
+            }
+            yield next;
+            continue;
+          }
+          if (last) return;
+          if (!ex.open) throw new InvalidArgumentError('the client went away before the request body ended');
+          await new Promise<void>((resolve) => (wake = resolve));
+        }
+      },
+    };
   }
 
   /** A JSON answer; `close` ends the connection after it (an unread body would stay on it). */

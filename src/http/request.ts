@@ -10,6 +10,8 @@ export const EMPTY_BODY = Buffer.alloc(0);
 export class RequestCtx {
   /** Set by the router once the body has been read (POST, PUT, DELETE); empty before and for GET. */
   body: Buffer = EMPTY_BODY;
+  /** Routes declared with `streamBody`: the body as it arrives (`body` stays empty). */
+  bodyStream: AsyncIterable<Uint8Array> | undefined;
   /** Set by the router for routes that answer cross-origin requests. */
   cors = false;
   private parsedQuery: QueryParams | undefined;

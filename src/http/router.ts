@@ -48,10 +48,15 @@ export interface GroupOptions {
   cors?: boolean;
 }
 
+export interface RouteOptions {
+  /** Uploads of any size (restore, import): the handler reads `ctx.bodyStream` instead of `ctx.body`, no body limit. */
+  streamBody?: boolean;
+}
+
 /** Declares the routes of one group; each path is relative to the group's prefix. */
 export interface RouteGroup {
   get(path: string, handler: Handler): void;
-  post(path: string, handler: Handler): void;
+  post(path: string, handler: Handler, options?: RouteOptions): void;
   put(path: string, handler: Handler): void;
   delete(path: string, handler: Handler): void;
 }
@@ -62,6 +67,7 @@ interface Route {
   guard: Guard;
   cors: boolean;
   handler: Handler;
+  streamBody?: boolean;
 }
 
 /** A row of the route table, for /metrics labels, fuzzing and the guard test. */
@@ -141,9 +147,9 @@ export class Router {
     if (prefix !== '' && (!prefix.startsWith('/') || prefix.endsWith('/'))) {
       throw new Error(`route group prefix must be '' or start with / and not end with one, got ${JSON.stringify(prefix)}`);
     }
-    const add = (method: Method) => (path: string, handler: Handler) => {
+    const add = (method: Method) => (path: string, handler: Handler, routeOptions: RouteOptions = {}) => {
       if (!path.startsWith('/')) throw new Error(`route path must start with /, got ${JSON.stringify(path)} in group ${JSON.stringify(prefix)}`);
-      this.add({ method, path: prefix + path, guard, cors, handler });
+      this.add({ method, path: prefix + path, guard, cors, handler, streamBody: routeOptions.streamBody === true });
     };
     declare({ get: add('GET'), post: add('POST'), put: add('PUT'), delete: add('DELETE') });
     return this;
@@ -178,6 +184,10 @@ export class Router {
       if (route === undefined) return ex.writeRaw(CORS_PREFLIGHT);
       route.guard.check(ctx);
       if (ctx.method === 'GET' || ctx.method === 'HEAD') return this.run(ex, route);
+      if (route.streamBody === true) {
+        ctx.bodyStream = ex.bodyChunks();
+        return this.run(ex, route);
+      }
       readBody(ex, this.options.bodyBytesMax, () => this.run(ex, route));
     } catch (err) {
       ex.writeError(err);

@@ -7,6 +7,7 @@ import { adminGuard, dataSecretGuard, type FailureLimiter, pushTokenGuard, Secre
 import { ClientAddress } from './client-address.js';
 import { ConnectionGate } from './connections.js';
 import { addDatacenterRoutes } from './datacenter-routes.js';
+import { addBackupRoutes } from './backup-routes.js';
 import type { HttpDeps } from './deps.js';
 import { createMetrics } from './metrics.js';
 import { addMonitorRoutes } from './monitor-routes.js';
@@ -68,6 +69,7 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
   addQueryRoutes(router, registry, dataSecretGuard(new SecretSet(config.main.secrets), failures));
   addSchemaRoutes(router, registry, admin, audit);
   addDatacenterRoutes(router, registry, config, admin, audit);
+  addBackupRoutes(router, deps.transfers, admin, audit);
   addScriptRoutes(router, engine, { admin, pushToken: pushTokenGuard(engine, failures) }, audit);
   addMonitorRoutes(router, {
     registry,

@@ -23,6 +23,7 @@ import {
 import { newUniqueId } from './ids.js';
 import { modelsFilePath, readModelsFile, writeModelsFile, type ModelsState } from './models-file.js';
 import { checkRecord } from './record-check.js';
+import { parseRestoreMarker } from './backup-format.js';
 import { TEMPLATE_IDS, templateFieldsOf, templateList } from './templates.js';
 import type { Attribute, DataModel, RecordCheck } from './types.js';
 
@@ -51,8 +52,10 @@ export class ModelRegistry {
   static async open(opts: { dataDir: string; store: Store }): Promise<ModelRegistry> {
     await mkdirDurable(opts.dataDir);
     const file = modelsFilePath(opts.dataDir);
-    if (!existsSync(file)) await refuseOrphanedData(file, opts.store);
+    const restored = await finishSwaps(opts.store);
+    if (!existsSync(file)) await refuseOrphanedData(file, opts.store, restored);
     const registry = new ModelRegistry(file, opts.store, await readModelsFile(file));
+    for (const model of restored.values()) await registry.record(model);
     await registry.finishPendingDrops();
     const dirs = new Set(await opts.store.modelDirs());
     for (const model of registry.models) {
@@ -278,6 +281,28 @@ export class ModelRegistry {
     });
   }
 
+  /**
+   * Restore and import (src/models/backup.ts): the store holds a committed `.ready-<uuid>` directory
+   * with `model`'s records. Swaps it in, records the model, published, in models.json (in place of the
+   * model with that uuid, if any) and opens its log. Reads and writes of the model answer 503 meanwhile.
+   */
+  installRestored(model: DataModel): Promise<DataModel> {
+    return this.change(async () => {
+      this.logs.delete(model.uuid);
+      this.closedModels.set(model.uuid, `model ${model.uuid} is being restored; retry in a moment`);
+      await this.store.adoptReady(model.uuid);
+      const stored = await this.record(model);
+      try {
+        this.logs.set(stored.uuid, await this.store.openModel(stored.uuid, specOf(stored, this.store.options.retention)));
+        this.closedModels.delete(stored.uuid);
+      } catch (err) {
+        if (!(err instanceof StateError)) throw err;
+        this.closedModels.set(stored.uuid, `model ${stored.name} (${stored.uuid}) cannot be opened: ${err.message}`);
+      }
+      return stored;
+    });
+  }
+
   /** The limits the store applies to the model. */
   retentionOf(model: DataModel): RetentionLimits {
     return effectiveRetention(model.retention, this.store.options.retention);
@@ -345,6 +370,18 @@ export class ModelRegistry {
     return frozen;
   }
 
+  /** A swapped-in model into models.json (published), then its store marker goes: a crash in between repeats this. */
+  private async record(model: DataModel): Promise<DataModel> {
+    const frozen = deepFreeze(structuredClone({ ...model, published: true }));
+    const exists = this.models.some((m) => m.uuid === frozen.uuid);
+    await this.commit({
+      models: exists ? this.models.map((m) => (m.uuid === frozen.uuid ? frozen : m)) : [...this.models, frozen],
+      pendingDrops: this.pendingDrops.filter((id) => id !== frozen.uuid),
+    });
+    await this.store.clearRestoreMarker(frozen.uuid);
+    return frozen;
+  }
+
   /** Drops the store data of `modelId` and clears its pending mark. Safe to repeat. */
   private async dropData(modelId: string): Promise<void> {
     this.logs.delete(modelId);
@@ -395,6 +432,17 @@ function assertNamesFree(model: DataModel, names: string[], except?: string, sou
   );
 }
 
+/**
+ * A restore or import that committed before a crash: swap its ready directory in, and return the models
+ * whose swapped-in directory still carries its definition (not yet in models.json).
+ */
+async function finishSwaps(store: Store): Promise<Map<string, DataModel>> {
+  for (const modelId of await store.readyModels()) await store.adoptReady(modelId);
+  const restored = new Map<string, DataModel>();
+  for (const { modelId, marker } of await store.restoreMarkers()) restored.set(modelId, parseRestoreMarker(marker, modelId));
+  return restored;
+}
+
 function specOf(model: DataModel, retentionDefaults: RetentionLimits): ModelSpec {
   return { ...visibleFieldsOf(model), retention: effectiveRetention(model.retention, retentionDefaults) };
 }
@@ -425,8 +473,8 @@ function deepFreeze<T>(value: T): T {
  * Without models.json the store's model directories cannot be read (the attribute names are in it):
  * starting empty would hide them, and the next model would write beside them. Stop and say how to recover.
  */
-async function refuseOrphanedData(file: string, store: Store): Promise<void> {
-  const dirs = await store.modelDirs();
+async function refuseOrphanedData(file: string, store: Store, restored: ReadonlyMap<string, DataModel>): Promise<void> {
+  const dirs = (await store.modelDirs()).filter((d) => !restored.has(d));
   if (dirs.length === 0) return;
   const shown = dirs.slice(0, 3).join(', ') + (dirs.length > 3 ? `, ... (${dirs.length} in all)` : '');
   throw new StateError(

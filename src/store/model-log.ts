@@ -106,6 +106,8 @@ export class ModelLog {
   private retentionRun: Promise<void> | undefined;
   private readonly clears = new SerialQueue();
   private closed = false;
+  /** Why save/updateLast are refused while a restore or import appends alone (see holdWrites). */
+  private writesHeldFor: string | undefined;
   private readonly findingsBook: FindingsBook;
   private readonly ageClock: AgeClock;
   private readonly onLost = (fromId: number, toId: number): void => {
@@ -192,6 +194,39 @@ export class ModelLog {
     // The newest id handed out lost its record (recovery): the update becomes a new record.
     if (g.lastId !== g.nextId - 1) return this.append(g, FRAME_SAVE, g.nextId, this.ageClock.recordTs(Date.now(), g.lastTs), values);
     return this.append(g, FRAME_SUPERSEDE, g.lastId, g.lastTs, values);
+  }
+
+  /**
+   * Restore and import: until the returned function is called, save/updateLast throw UnavailableError
+   * (503, retry) naming `reason`, and only appendStored writes, so its ids and create_at stay in order.
+   */
+  holdWrites(reason: string): () => void {
+    if (this.writesHeldFor !== undefined) throw new UnavailableError(`model ${this.modelId}: ${this.writesHeldFor}`, 5);
+    this.writesHeldFor = reason;
+    return () => {
+      this.writesHeldFor = undefined;
+    };
+  }
+
+  /**
+   * Appends a record with the given id and create_at (restore, import): `id` >= the next id (a gap starts
+   * a new segment, as ids lost to corruption do), `tsMs` >= the newest create_at. Unknown keys are
+   * ignored, a missing attribute is stored as never received. Throws UnavailableError when the write
+   * queue is full: await durable() now and then.
+   */
+  appendStored(id: number, tsMs: number, record: Record<string, unknown>): number {
+    const g = this.writable(true);
+    if (!Number.isSafeInteger(id) || id < g.nextId) throw new InvalidArgumentError(`appendStored: id ${id} is below the next id ${g.nextId}`);
+    if (!Number.isFinite(tsMs) || tsMs < g.lastTs) throw new InvalidArgumentError(`appendStored: create_at ${tsMs} is before ${g.lastTs}`);
+    const n = this.fields.length;
+    const values = new Array<unknown>(n);
+    for (let i = 0; i < n; i++) values[i] = record[this.fields[i]] ?? null;
+    const active = g.segments[g.segments.length - 1];
+    if (id > g.nextId) {
+      if (active.count === 0) throw new InvalidArgumentError(`appendStored: id ${id} leaves a gap at the start of a segment (first id ${active.firstId})`);
+      this.roll(g, id, tsMs);
+    }
+    return this.append(g, FRAME_SAVE, id, tsMs, values);
   }
 
   /**
@@ -359,9 +394,10 @@ export class ModelLog {
     await this.releaseGen(this.gen);
   }
 
-  private writable(): Gen {
+  private writable(holder = false): Gen {
     const g = this.gen;
     if (this.closed) throw new UnavailableError(`model ${this.modelId} is closed`);
+    if (this.writesHeldFor !== undefined && !holder) throw new UnavailableError(`model ${this.modelId}: ${this.writesHeldFor}`, 5);
     if (g.writer.state !== 'ok') throw g.writer.readOnlyError();
     const lowDisk = this.c.reserve?.reason;
     if (lowDisk !== undefined) throw new StoreReadOnlyError(this.modelId, lowDisk);

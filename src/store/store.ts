@@ -10,6 +10,7 @@ import { DirLock } from './dir-lock.js';
 import { type FileIo, nodeFileIo } from './file-io.js';
 import { SealedFdCache } from './sealed-fds.js';
 import { DiskReserve } from './disk-reserve.js';
+import { STAGING_PREFIX, StagingLog, clearRestoreMarker, readyModelIds, restoreMarkers, swapReady } from './staging.js';
 import { fsyncDir, mkdirDurable } from '../util/atomic-file.js';
 import {
   READ_ONLY_RETRY_MS_DEFAULT,
@@ -59,7 +60,7 @@ export class Store {
     await mkdirDurable(opts.rootDir);
     const lock = DirLock.acquire(opts.rootDir);
     for (const name of await fs.promises.readdir(opts.rootDir)) {
-      if (name.startsWith(TRASH_PREFIX)) await fs.promises.rm(path.join(opts.rootDir, name), { recursive: true, force: true });
+      if (name.startsWith(TRASH_PREFIX) || name.startsWith(STAGING_PREFIX)) await fs.promises.rm(path.join(opts.rootDir, name), { recursive: true, force: true });
     }
     return new Store(opts, hooks.fileIo ?? nodeFileIo, hooks.readOnlyRetryMs ?? READ_ONLY_RETRY_MS_DEFAULT, lock, hooks.warn ?? (() => {}));
   }
@@ -127,6 +128,48 @@ export class Store {
     }
     await fsyncDir(this.options.rootDir);
     await fs.promises.rm(trash, { recursive: true, force: true });
+  }
+
+  /** Restore and import: a log of `modelId` written in a staging directory, then committed and swapped in (staging.ts). */
+  stage(modelId: string, spec: ModelSpec): StagingLog {
+    validateModelId(modelId);
+    validateFields(spec.fields);
+    if (this.closed) throw new InvalidArgumentError('store is closed');
+    return new StagingLog({
+      rootDir: this.options.rootDir,
+      dir: path.join(this.options.rootDir, `${STAGING_PREFIX}${modelId}-${Date.now()}-${this.trashSeq++}`),
+      modelId,
+      spec,
+      options: this.options,
+      io: this.io,
+      sealedFds: this.sealedFds,
+      readOnlyRetryMs: this.readOnlyRetryMs,
+      warn: this.warn,
+    });
+  }
+
+  /** Model ids whose committed restore or import waits for adoptReady (after a crash). */
+  readyModels(): Promise<string[]> {
+    return readyModelIds(this.options.rootDir);
+  }
+
+  /** Drops the open log of `modelId` (its data is being replaced) and swaps the committed directory in. */
+  async adoptReady(modelId: string): Promise<void> {
+    validateModelId(modelId);
+    const log = this.models.get(modelId);
+    this.models.delete(modelId);
+    if (log) await log.abandon();
+    await swapReady(this.options.rootDir, modelId, this.trashPath(modelId));
+  }
+
+  /** The RESTORE.json markers of swapped-in directories that the caller has not recorded yet. */
+  async restoreMarkers(): Promise<Array<{ modelId: string; marker: unknown }>> {
+    return restoreMarkers(this.options.rootDir, await this.modelDirs());
+  }
+
+  clearRestoreMarker(modelId: string): Promise<void> {
+    validateModelId(modelId);
+    return clearRestoreMarker(this.options.rootDir, modelId);
   }
 
   /** Flushes, fdatasyncs and marks every model clean. */

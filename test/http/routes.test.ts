@@ -39,6 +39,9 @@ const EXPECTED: Record<string, string> = {
   'GET /api/v1/datacenter/schemaDDLDetail': ADMIN,
   'GET /api/v1/datacenter/exportData': ADMIN,
   'DELETE /api/v1/datacenter/clearSchemaData': ADMIN,
+  'GET /api/v1/datacenter/backup': ADMIN,
+  'POST /api/v1/datacenter/restore': ADMIN,
+  'POST /api/v1/datacenter/importData': ADMIN,
   'GET /api/v1/datacenter/secret': ADMIN,
 
   'GET /api/v1/inends/list': ADMIN,

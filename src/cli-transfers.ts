@@ -1,0 +1,86 @@
+/**
+ * `edge-datacenter backup | restore | import`: contract section 15 offline, on the store directly (the
+ * service must be stopped: the store's directory lock says so otherwise), with a progress bar on stderr.
+ */
+import { createReadStream, createWriteStream, statSync, type WriteStream } from 'node:fs';
+import { once } from 'node:events';
+import cliProgress from 'cli-progress';
+import type { Config } from './config/types.js';
+import { ModelTransfers } from './models/backup.js';
+import { importFormat } from './models/import-rows.js';
+import { openData } from './server.js';
+
+function bar(label: string, unit: string): cliProgress.SingleBar {
+  return new cliProgress.SingleBar(
+    { stream: process.stderr, format: `${label} [{bar}] {percentage}% | {value}/{total} ${unit} | {duration_formatted}` },
+    cliProgress.Presets.shades_classic,
+  );
+}
+
+/** The input file (or stdin) as chunks, moving a bar by MiB read when the size is known. */
+async function* inputChunks(file: string | undefined, label: string): AsyncGenerator<Uint8Array, void, undefined> {
+  const stream = file === undefined ? process.stdin : createReadStream(file, { highWaterMark: 1024 * 1024 });
+  const total = file === undefined ? 0 : statSync(file).size;
+  const progress = bar(label, 'MiB');
+  const mib = (n: number): number => Math.round((n / 1_048_576) * 10) / 10;
+  if (total > 0) progress.start(mib(total), 0);
+  let read = 0;
+  try {
+    for await (const chunk of stream) {
+      read += (chunk as Buffer).length;
+      if (total > 0) progress.update(mib(read));
+      yield chunk as Buffer;
+    }
+  } finally {
+    if (total > 0) progress.stop();
+  }
+}
+
+async function withTransfers<T>(config: Config, run: (t: ModelTransfers) => Promise<T>): Promise<T> {
+  const { store, registry } = await openData(config);
+  try {
+    return await run(new ModelTransfers(store, registry));
+  } finally {
+    await store.close();
+  }
+}
+
+export async function backupCommand(config: Config, uuid: string, outFile: string | undefined): Promise<void> {
+  await withTransfers(config, async (transfers) => {
+    const progress = bar('backup', 'records');
+    let total = 0;
+    const { chunks } = transfers.backup(uuid, { onRecords: (n) => progress.update(n) });
+    const out: WriteStream | NodeJS.WriteStream = outFile === undefined ? process.stdout : createWriteStream(outFile);
+    if (outFile !== undefined) await once(out, 'open');
+    let first = true;
+    try {
+      for await (const chunk of chunks) {
+        if (first) {
+          total = (JSON.parse(chunk.slice(0, chunk.indexOf('\n'))) as { records: number }).records;
+          progress.start(total, 0);
+          first = false;
+        }
+        if (!out.write(chunk)) await once(out, 'drain');
+      }
+    } finally {
+      progress.stop();
+    }
+    if (outFile !== undefined) {
+      const file = out as WriteStream;
+      file.end();
+      await once(file, 'close');
+      process.stderr.write(`backed up ${total} records of ${uuid} to ${outFile}\n`);
+    }
+  });
+}
+
+export async function restoreCommand(config: Config, inFile: string | undefined, replace: boolean): Promise<void> {
+  const result = await withTransfers(config, (t) => t.restore(inputChunks(inFile, 'restore'), { replace }));
+  process.stderr.write(`restored ${result.records} records of model ${result.name} (${result.uuid}); the next id is ${result.nextId}\n`);
+}
+
+export async function importCommand(config: Config, uuid: string, format: string | undefined, inFile: string | undefined): Promise<void> {
+  const result = await withTransfers(config, (t) => t.importData(uuid, importFormat(format), inputChunks(inFile, 'import')));
+  const ids = result.firstId === null ? '' : `, ids ${result.firstId}..${result.lastId}`;
+  process.stderr.write(`imported ${result.imported} records into model ${result.name} (${result.uuid})${ids}\n`);
+}

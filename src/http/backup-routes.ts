@@ -1,0 +1,54 @@
+/**
+ * Backup, restore and import (contract section 15), behind the admin token. The uploads stream
+ * (`streamBody`): no body limit, constant memory; src/models/backup.ts does the work.
+ */
+import type { ModelTransfers } from '../models/backup.js';
+import { importFormat } from '../models/import-rows.js';
+import { InvalidArgumentError } from '../errors.js';
+import type { Audit } from './audit.js';
+import { exportFileName, pumpToSink } from './export.js';
+import { boolean, one, required } from './params.js';
+import type { RequestCtx } from './request.js';
+import { StreamReply } from './reply.js';
+import type { Guard, Router } from './router.js';
+
+export type TransfersView = Pick<ModelTransfers, 'backup' | 'restore' | 'importData'>;
+
+function upload(ctx: RequestCtx): AsyncIterable<Uint8Array> {
+  if (ctx.bodyStream === undefined) throw new InvalidArgumentError('request body is missing');
+  return ctx.bodyStream;
+}
+
+export function addBackupRoutes(router: Router, transfers: TransfersView, admin: Guard, audit: Audit): void {
+  router.group({ prefix: '/api/v1/datacenter', guard: admin }, (g) => {
+    g.get('/backup', (ctx) => {
+      const { model, chunks } = transfers.backup(required(ctx.query, 'uuid'));
+      const file = exportFileName(model, 'jsonl', Date.now()).replace(/\.jsonl$/, '.backup.jsonl');
+      const headers = { 'Content-Type': 'application/x-ndjson; charset=utf-8', 'Content-Disposition': `attachment; filename="${file}"` };
+      return new StreamReply(headers, (sink) => pumpToSink(chunks, sink));
+    });
+
+    g.post(
+      '/restore',
+      async (ctx) => {
+        const replace = boolean(ctx.query, 'replace', false);
+        const result = await transfers.restore(upload(ctx), { replace });
+        audit.event('data.restore', ctx, { type: 'model', name: result.name, uuid: result.uuid });
+        return result;
+      },
+      { streamBody: true },
+    );
+
+    g.post(
+      '/importData',
+      async (ctx) => {
+        const uuid = required(ctx.query, 'uuid');
+        const format = importFormat(one(ctx.query, 'format'));
+        const result = await transfers.importData(uuid, format, upload(ctx));
+        audit.event('data.import', ctx, { type: 'model', name: result.name, uuid });
+        return result;
+      },
+      { streamBody: true },
+    );
+  });
+}
