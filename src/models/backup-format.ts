@@ -10,8 +10,7 @@ import { parseAttributeFields, parseModelDescription, parseModelName, requireObj
 import { describeValue } from '../util/messages.js';
 import { isId } from './ids.js';
 import { isGeo } from './record-check.js';
-import { ATTRIBUTES_MAX } from './registry.js';
-import type { Attribute, DataModel } from './types.js';
+import { ATTRIBUTES_MAX, type Attribute, type DataModel } from './types.js';
 
 export const BACKUP_FORMAT = 'edge-datacenter-backup/1';
 

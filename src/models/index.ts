@@ -4,4 +4,5 @@ export { checkRecord, checkValue, isGeo, roundDecimals, type ValueCheck } from '
 export { ATTRIBUTE_NAME_PATTERN, RESERVED_NAMES, zeroValue, type AttributeFields } from './attribute-input.js';
 export { TEMPLATE_IDS } from './templates.js';
 export { MODELS_FILE, modelsFilePath } from './models-file.js';
-export { ModelRegistry, ATTRIBUTES_MAX } from './registry.js';
+export { ModelRegistry } from './registry.js';
+export { ATTRIBUTES_MAX } from './types.js';

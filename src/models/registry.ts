@@ -25,10 +25,8 @@ import { modelsFilePath, readModelsFile, writeModelsFile, type ModelsState } fro
 import { checkRecord } from './record-check.js';
 import { parseRestoreMarker } from './backup-format.js';
 import { TEMPLATE_IDS, templateFieldsOf, templateList } from './templates.js';
-import type { Attribute, DataModel, RecordCheck } from './types.js';
+import { ATTRIBUTES_MAX, type Attribute, type DataModel, type RecordCheck } from './types.js';
 
-/** The store refuses logs with more fields (MODEL_FIELDS_MAX); refuse the attribute, not the publish. */
-export const ATTRIBUTES_MAX = 1024;
 
 export class ModelRegistry {
   private models: readonly DataModel[];

@@ -3,6 +3,9 @@
  * These shapes are plain data: they travel to the script workers with structured clone.
  */
 
+/** The store refuses logs with more fields (MODEL_FIELDS_MAX); refuse the attribute, not the publish. */
+export const ATTRIBUTES_MAX = 1024;
+
 export const ATTRIBUTE_TYPES = ['INTEGER', 'FLOAT', 'BOOL', 'STRING', 'GEO'] as const;
 export type AttributeType = (typeof ATTRIBUTE_TYPES)[number];
 

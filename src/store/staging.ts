@@ -126,7 +126,13 @@ function storedFieldsOf(spec: ModelSpec): { names: readonly string[]; types?: re
 
 /** Model ids with a committed ready directory, to be swapped in. */
 export async function readyModelIds(rootDir: string): Promise<string[]> {
-  const names = await fs.promises.readdir(rootDir);
+  let names: string[];
+  try {
+    names = await fs.promises.readdir(rootDir);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw e;
+  }
   return names.filter((n) => n.startsWith(READY_PREFIX)).map((n) => n.slice(READY_PREFIX.length));
 }
 
