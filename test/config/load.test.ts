@@ -32,7 +32,7 @@ describe('loadConfig defaults', () => {
       });
       expect(config.store).toEqual({
         sync: 'interval', syncIntervalMs: 1000, segmentBytes: 33554432, segmentAgeHours: 24,
-        retentionMaxRecords: 0, retentionMaxBytes: 0, retentionMaxAgeHours: 0, clockJumpMaxS: 300, sealedFdsMax: 64,
+        retentionMaxRecords: 0, retentionMaxBytes: 0, retentionMaxAgeHours: 0, clockJumpMaxS: 300, sealedFdsMax: 64, diskReserveBytes: 268_435_456,
       });
       expect(config.scripts).toEqual({
         workers: Math.max(1, availableParallelism() - 1), timeoutMs: 200, hardTimeoutMs: 2000, memoryMb: 32, queueMax: 10000,
