@@ -74,7 +74,11 @@ export async function runStorm({ seconds = 10, models = 1, sealedFdsMax = undefi
     svc = await startService(file);
     for (let m = 0; m < states.length; m++) {
       const after = await checkStored(svc.base, states[m], problem, 'after a restart');
-      if (JSON.stringify(after) !== JSON.stringify(before[m])) problem(`model ${m}: the records differ after a clean restart`);
+      // Retention may catch up at the restart (a sealed segment it could not yet remove): the oldest may go, nothing else.
+      const suffix = before[m].slice(before[m].length - after.length);
+      if (after.length > before[m].length || JSON.stringify(after) !== JSON.stringify(suffix)) {
+        problem(`model ${m}: after a clean restart the records are not the newest ${after.length} of the ${before[m].length} before it`);
+      }
     }
     const recoveryNotes = svc.log.filter((l) => l.includes('recovery of model'));
     if (recoveryNotes.length > 0) problem(`a clean restart needed recovery: ${recoveryNotes[0]}`);
@@ -210,7 +214,8 @@ async function checkStored(base, st, problem, when) {
   for (const s of seqs.slice(0, Math.max(0, seqs.length - expected.length))) {
     if (!maybe.has(s)) problem(`${where}: seq ${s} was cleared or never acknowledged, yet it is stored`);
   }
-  const perSegment = Math.ceil(SEGMENT_BYTES / 60);
+  // The smallest frame these records make: a 26-byte header and 8 bytes of packed values.
+  const perSegment = Math.ceil(SEGMENT_BYTES / 34);
   if (Math.abs(records.length - RETENTION_RECORDS) > perSegment) {
     problem(`${where}: ${records.length} records kept, retention keeps ${RETENTION_RECORDS} within one segment (${perSegment})`);
   }
