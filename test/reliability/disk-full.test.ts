@@ -6,9 +6,7 @@
  * deleting the filler lets writes resume, and every push answered 200 is stored (before and after a
  * restart).
  */
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -28,33 +26,12 @@ import {
   type Pipeline,
   type ServiceChild,
 } from './support/service.mjs';
+import { mountTmpfs } from './support/tmpfs.js';
 
 const ANSWER_WAIT_MS = 8_000;
 
-const root = fs.mkdtempSync(path.join(os.tmpdir(), 'edc-disk-full-'));
-const mnt = path.join(root, 'mnt');
-fs.mkdirSync(mnt);
-let mounted = false;
-
-function mountTmpfs(): string | undefined {
-  if (process.platform !== 'linux') return `not linux (${process.platform})`;
-  if (process.getuid?.() !== 0) return 'not running as root (tmpfs mount needs it)';
-  const r = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=8m', 'tmpfs', mnt], { encoding: 'utf8' });
-  if (r.error) return `mount failed: ${r.error.message}`;
-  if (r.status !== 0) return `mount -t tmpfs failed: ${(r.stderr || r.stdout).trim()}`;
-  mounted = true;
-  return undefined;
-}
-
-const skipReason = mountTmpfs();
-if (skipReason) console.warn(`disk-full tests skipped: ${skipReason}`);
-
-function unmount(): void {
-  if (!mounted) return;
-  const r = spawnSync('umount', [mnt], { encoding: 'utf8' });
-  if (r.status !== 0) spawnSync('umount', ['-l', mnt]);
-  mounted = false;
-}
+const disk = mountTmpfs('disk-full', 8);
+const { root, mnt, skipReason } = disk;
 
 describe.skipIf(skipReason !== undefined)('disk full (tmpfs 8 MiB)', () => {
   const state = newPushState();
@@ -107,8 +84,7 @@ describe.skipIf(skipReason !== undefined)('disk full (tmpfs 8 MiB)', () => {
 
   afterAll(async () => {
     if (svc && svc.child.exitCode === null && svc.child.signalCode === null) await svc.kill('SIGKILL');
-    unmount();
-    fs.rmSync(root, { recursive: true, force: true });
+    disk.dispose();
   });
 
   it('a push while the disk is full answers 503 with a message naming the cause', async () => {

@@ -5,31 +5,15 @@
  * /healthz is degraded, reads go on; once the filler is gone writes resume without a restart, and every
  * push answered 200 is stored.
  */
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SECRET, call, payload, pushNdjson, readAll, setupPipeline, sleep, startService, writeConfig, type Pipeline, type ServiceChild } from './support/service.mjs';
+import { mountTmpfs } from './support/tmpfs.js';
 
 const RESERVE_BYTES = 4 * 1_048_576;
-const root = fs.mkdtempSync(path.join(os.tmpdir(), 'edc-disk-reserve-'));
-const mnt = path.join(root, 'mnt');
-fs.mkdirSync(mnt);
-let mounted = false;
-
-function mountTmpfs(): string | undefined {
-  if (process.platform !== 'linux') return `not linux (${process.platform})`;
-  if (process.getuid?.() !== 0) return 'not running as root (tmpfs mount needs it)';
-  const r = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=16m', 'tmpfs', mnt], { encoding: 'utf8' });
-  if (r.error) return `mount failed: ${r.error.message}`;
-  if (r.status !== 0) return `mount -t tmpfs failed: ${(r.stderr || r.stdout).trim()}`;
-  mounted = true;
-  return undefined;
-}
-
-const skipReason = mountTmpfs();
-if (skipReason) console.warn(`disk-reserve tests skipped: ${skipReason}`);
+const disk = mountTmpfs('disk-reserve', 16);
+const { root, mnt, skipReason } = disk;
 
 /** Polls `probe` every 100 ms until it returns true or `ms` pass; returns the time it took, or undefined. */
 async function within(ms: number, probe: () => Promise<boolean>): Promise<number | undefined> {
@@ -67,8 +51,7 @@ describe.skipIf(skipReason !== undefined)('disk reserve (tmpfs 16 MiB, reserve 4
 
   afterAll(async () => {
     if (svc && svc.child.exitCode === null && svc.child.signalCode === null) await svc.kill('SIGKILL');
-    if (mounted) spawnSync('umount', ['-l', mnt]);
-    fs.rmSync(root, { recursive: true, force: true });
+    disk.dispose();
   });
 
   it('below the reserve: pushes get 503 naming it, /healthz is degraded, reads go on', async () => {
