@@ -48,5 +48,5 @@ export function registerUplinkMetrics(registry: Registry, uplink: UplinkView): v
   perModel('counter', 'edge_uplink_acked_records_total', 'Records the hub acknowledged since the start.', (m) => m.ackedRecords);
   perModel('counter', 'edge_uplink_duplicate_acks_total', 'Messages the hub acknowledged as duplicates (sent again after a lost ack).', (m) => m.duplicateAcks);
   perModel('counter', 'edge_uplink_dropped_records_total', 'Records removed by retention before the hub acknowledged them (backlog_max_bytes), each named in a gap message.', (m) => m.droppedRecords);
-  perModel('counter', 'edge_uplink_resends_total', 'Records read again because update-last changed them after they were read.', (m) => m.resends);
+  perModel('counter', 'edge_uplink_resends_total', 'Times a record changed by update-last after it was read was read and sent again.', (m) => m.resends);
 }
