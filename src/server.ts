@@ -13,6 +13,7 @@ import { ModelTransfers } from './models/backup.js';
 import { ScriptEngine } from './scripts/engine.js';
 import { Store } from './store/index.js';
 import type { StoreOptions } from './store/types.js';
+import { Uplink } from './uplink/uplink.js';
 
 export interface RunningService {
   host: string;
@@ -110,6 +111,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   await logStartSummary(config, registry, logger);
   for (const { uuid, reason } of registry.closed()) logger.error({ module: 'store', uuid }, reason);
   let engine: ScriptEngine | undefined;
+  let uplink: Uplink | undefined;
   try {
     engine = await ScriptEngine.open({
       dataDir: config.main.dataDir,
@@ -117,9 +119,19 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       registry,
       log: logger.child({ module: 'scripts' }),
     });
+    if (config.uplink.engine === 'nats') {
+      const uplinkLog = logger.child({ module: 'uplink' });
+      uplink = await Uplink.start({
+        config: config.uplink,
+        dataDir: config.main.dataDir,
+        registry,
+        log: { info: (m) => uplinkLog.info(m), warn: (m) => uplinkLog.warn(m) },
+      });
+    }
     const http = await startHttpServer({
       config,
       registry,
+      uplink,
       transfers: new ModelTransfers(store, registry),
       engine,
       logger: logger.child({ module: 'http' }),
@@ -139,6 +151,8 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
           try {
             await engine?.close();
             await http.close();
+            // Before the store: the shippers read the logs and write their cursors.
+            await uplink?.close();
           } finally {
             await store.close();
           }
@@ -148,6 +162,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     };
   } catch (err) {
     await engine?.close().catch(() => undefined);
+    await uplink?.close().catch(() => undefined);
     await store.close();
     throw err;
   }

@@ -11,6 +11,7 @@ const GIB = 1024 * MIB;
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export const SYNC_MODES = ['none', 'interval', 'always'] as const;
+export const UPLINK_ENGINES = ['off', 'nats'] as const;
 
 /** The Config field a key fills, e.g. ['store', 'syncIntervalMs']. */
 export type ConfigTarget = { [G in keyof Config]: [G, keyof Config[G]] }[keyof Config];
@@ -225,6 +226,45 @@ export const CONFIG_KEYS: readonly KeySpec[] = [
     section: 'scripts', key: 'queue_max',
     target: ['scripts', 'queueMax'], kind: 'int', min: 1, max: 10_000_000, default: 10_000,
     help: 'Payloads waiting per input; beyond it pushes get 503 with Retry-After.',
+  },
+  {
+    section: 'uplink', key: 'engine',
+    target: ['uplink', 'engine'], kind: 'enum', values: UPLINK_ENGINES, default: 'off',
+    help: 'Ship every record, once durable here, to a NATS JetStream hub (nats), or not at all (off).\n'
+      + 'The hub stream is yours to create: docs/uplink.md.',
+  },
+  {
+    section: 'uplink', key: 'servers',
+    target: ['uplink', 'servers'], kind: 'list', example: 'nats://hub-1:4222, nats://hub-2:4222, nats://hub-3:4222',
+    help: 'Hub servers (comma list of nats:// or tls:// URLs or host:port); needed when engine = nats.',
+  },
+  {
+    section: 'uplink', key: 'credentials',
+    target: ['uplink', 'credentials'], kind: 'string', default: undefined, path: true,
+    help: 'A NATS .creds file (user JWT and nkey seed). Not set: connect without credentials.',
+  },
+  {
+    section: 'uplink', key: 'subject_prefix',
+    target: ['uplink', 'subjectPrefix'], kind: 'string', default: 'edc',
+    help: 'Records go to <subject_prefix>.<gateway_id>.<model uuid>, lost ranges to ....<model uuid>.gap.',
+  },
+  {
+    section: 'uplink', key: 'gateway_id',
+    target: ['uplink', 'gatewayId'], kind: 'string', default: undefined,
+    help: 'This gateway\'s name in subjects and message ids (letters, digits, _ and -, at most 64).\n'
+      + 'Not set: generated once into <data_dir>/uplink/gateway-id and kept.',
+  },
+  {
+    section: 'uplink', key: 'models',
+    target: ['uplink', 'models'], kind: 'list', example: 'SCHEMAZ848ZRDG, SCHEMA25C5JMSE',
+    help: 'Model uuids to ship (comma list), or * for every published model. Not set: *.',
+  },
+  {
+    section: 'uplink', key: 'backlog_max_bytes',
+    target: ['uplink', 'backlogMaxBytes'], kind: 'int', min: 0, max: Number.MAX_SAFE_INTEGER, default: 0,
+    help: 'Per model: unshipped bytes retention keeps beyond its own limits. Beyond this, retention removes\n'
+      + 'them, and a message on <subject_prefix>.<gateway_id>.<model uuid>.gap names the lost ids.\n'
+      + '0 = retention never removes what the hub has not acknowledged.',
   },
 ];
 

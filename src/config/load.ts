@@ -13,6 +13,7 @@ import { scanIni } from './ini-text.js';
 import { CONFIG_KEYS, envName, keyName, type KeySpec, type ListKey } from './keys.js';
 import type { Config } from './types.js';
 import { parseEnumValue, parseHostList, parseIntValue, parseProxyList, splitSecrets } from './values.js';
+import { checkUplink, parseUplinkModels, parseUplinkServers, resolveGatewayId } from './uplink-values.js';
 
 export interface LoadConfigOptions {
   /** An ini file; without one, the built-in defaults (a missing file given here is an error). */
@@ -84,6 +85,7 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Loade
     );
   }
   checkTlsKeys(config.http);
+  checkUplink(config.uplink);
   if (config.scripts.workers === 0) config.scripts.workers = Math.max(1, availableParallelism() - 1);
   if (configuredToken !== undefined && configuredToken.length < 16) {
     warn('[main] admin_token is shorter than 16 characters; anyone who can reach the port may guess it');
@@ -103,6 +105,7 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Loade
   credentials.warnings.forEach(warn);
   config.main.secrets = credentials.secrets;
   config.main.adminToken = credentials.adminToken;
+  if (config.uplink.engine !== 'off') config.uplink.gatewayId = await resolveGatewayId(config.main.dataDir, config.uplink.gatewayId);
   const firstStart = credentials.generated.length > 0;
   if (firstStart) {
     options.log?.(`generated ${credentials.generated.join(' and ')} into ${credentialsPath(config.main.dataDir)}`);
@@ -113,6 +116,8 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Loade
 function parseList(spec: ListKey, values: string[]): string[] {
   if (spec.key === 'allowed_hosts') return parseHostList(spec, values);
   if (spec.key === 'trusted_proxies') return parseProxyList(spec, values);
+  if (spec.section === 'uplink' && spec.key === 'servers') return parseUplinkServers(spec, values);
+  if (spec.section === 'uplink' && spec.key === 'models') return parseUplinkModels(spec, values);
   return splitSecrets(values);
 }
 
@@ -131,7 +136,7 @@ const secretsSpec = CONFIG_KEYS.find((s) => s.key === 'dataschema_secrets') as K
 
 /** Every default filled in; `secrets` and `adminToken` stay empty until credentials are resolved. */
 function defaultConfig(baseDir: string): Config {
-  const config = { main: {}, http: {}, store: {}, scripts: {} } as Config;
+  const config = { main: {}, http: {}, store: {}, scripts: {}, uplink: {} } as Config;
   for (const spec of CONFIG_KEYS) {
     if (spec.kind === 'list') setField(config, spec, []);
     else if (spec.kind === 'string' && spec.default === undefined) setField(config, spec, '');

@@ -60,4 +60,21 @@ export interface Config {
     /** Payloads waiting per input before pushes get 503. */
     queueMax: number;
   };
+  /** The fleet uplink (contract 17, docs/uplink.md). */
+  uplink: {
+    /** 'off': no uplink. */
+    engine: 'off' | 'nats';
+    /** NATS URLs (`nats://host:4222`, `tls://host:4222`) or `host:port`; non-empty when engine is nats. */
+    servers: string[];
+    /** Absolute path of a NATS `.creds` file; '' = none. */
+    credentials: string;
+    /** First subject tokens; records go to `<subjectPrefix>.<gatewayId>.<model uuid>`. */
+    subjectPrefix: string;
+    /** '' until loadConfig reads or generates `<data_dir>/uplink/gateway-id`. */
+    gatewayId: string;
+    /** Model uuids to ship; empty = every published model (`*`). */
+    models: string[];
+    /** Unshipped bytes per model kept beyond retention's own limits; 0 = all of them. */
+    backlogMaxBytes: number;
+  };
 }

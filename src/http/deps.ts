@@ -9,6 +9,7 @@ import type { ModelRegistry } from '../models/registry.js';
 import type { ScriptEngine } from '../scripts/engine.js';
 import type { ModelLog } from '../store/index.js';
 import type { TransfersView } from './backup-routes.js';
+import type { Uplink } from '../uplink/uplink.js';
 
 /** A published model's log, as the read, export, clear and recovery routes use it. */
 export type LogView = Pick<ModelLog, 'page' | 'latest' | 'iterate' | 'clear' | 'stats' | 'findings' | 'acknowledgeFindings'>;
@@ -64,5 +65,9 @@ export interface HttpDeps {
   /** Backup, restore and import (src/models/backup.ts). */
   transfers: TransfersView;
   engine: EngineView;
+  /** The fleet uplink, when `[uplink] engine` is not off. */
+  uplink?: UplinkView | undefined;
   logger: Logger;
 }
+
+export type UplinkView = Pick<Uplink, 'status'>;

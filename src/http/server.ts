@@ -11,6 +11,8 @@ import { addBackupRoutes } from './backup-routes.js';
 import type { HttpDeps } from './deps.js';
 import { createMetrics } from './metrics.js';
 import { addMonitorRoutes } from './monitor-routes.js';
+import { addUplinkRoutes } from './uplink-routes.js';
+import { registerUplinkMetrics } from './uplink-metrics.js';
 import { addQueryRoutes } from './query-routes.js';
 import { type RouteInfo, Router } from './router.js';
 import { addSchemaRoutes } from './schema-routes.js';
@@ -71,10 +73,13 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
   addDatacenterRoutes(router, registry, config, admin, audit);
   addBackupRoutes(router, deps.transfers, admin, audit);
   addScriptRoutes(router, engine, { admin, pushToken: pushTokenGuard(engine, failures) }, audit);
+  addUplinkRoutes(router, deps.uplink, admin);
+  const metrics = createMetrics({ registry, engine, router, connections, throttle });
+  if (deps.uplink !== undefined) registerUplinkMetrics(metrics.registry, deps.uplink);
   addMonitorRoutes(router, {
     registry,
     engine,
-    metrics: createMetrics({ registry, engine, router, connections, throttle }),
+    metrics,
     monitor: adminGuard(new SecretSet([config.main.adminToken, config.main.metricsToken]), failures, 'metrics or admin token'),
     version: SERVICE_VERSION,
   });

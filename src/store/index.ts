@@ -13,3 +13,4 @@ export {
   storeOptions,
 } from './constants.js';
 export { FSYNC_BUCKETS_S, LatencyHistogram, type LatencySnapshot } from './latency.js';
+export { type RetentionFloor } from './retention.js';

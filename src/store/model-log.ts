@@ -13,7 +13,8 @@ import { type ManifestWriter } from './manifest.js';
 import { addLostRange, createModelDirSync, manifestOf, openModelDirSync } from './recovery.js';
 import { HeldSegments, bytesOf, decodeValues, fitRange, planParts, projection, readPlanned, readRange } from './reader.js';
 import { toView, validatePage, type Projection } from './reader.js';
-import { applyRetention, totalBytes } from './retention.js';
+import { type RetentionFloor, applyRetention, totalBytes } from './retention.js';
+import { newGeneration } from './generation-file.js';
 import { writeIndex } from './index-file.js';
 import { SerialQueue } from '../util/atomic-file.js';
 import type { FileIo } from './file-io.js';
@@ -76,6 +77,8 @@ export interface ModelLogConfig {
 
 /** Segments, writer and newest-record cache of one incarnation of the log (replaced by clear). */
 interface Gen {
+  /** GENERATION of the directory (generation-file.ts); a clear picks the next one at once. */
+  generation: string;
   segments: Segment[];
   writer: Writer;
   manifest: ManifestWriter | undefined;
@@ -110,6 +113,9 @@ export class ModelLog {
   private writesHeldFor: string | undefined;
   private readonly findingsBook: FindingsBook;
   private readonly ageClock: AgeClock;
+  /** Told when updateLast replaces a record under its id (the uplink sends it again). */
+  private readonly supersedeListeners = new Set<(id: number) => void>();
+  private retentionFloor: RetentionFloor | undefined;
   private readonly onLost = (fromId: number, toId: number): void => {
     addLostRange(this.recovery.lostRanges, fromId, toId);
     this.findingsBook.lost(fromId, toId);
@@ -126,7 +132,7 @@ export class ModelLog {
     this.recovery = opened.report;
     this.findingsBook = new FindingsBook(c.io, c.dir, opened.report);
     this.ageClock = new AgeClock(c.options.clockJumpMaxMs ?? CLOCK_JUMP_MAX_MS_DEFAULT, (m) => c.warn(`model ${c.modelId}: ${m}`));
-    this.gen = this.newGen(opened.segments, opened.manifest, false);
+    this.gen = this.newGen(opened.generation, opened.segments, opened.manifest, false);
     this.loadLast(this.gen);
     this.timers.push(setInterval(() => void this.checkpoint().catch(() => {}), CHECKPOINT_INTERVAL_MS));
     this.timers.push(setInterval(() => void this.enforceRetention().catch(() => {}), RETENTION_CHECK_INTERVAL_MS));
@@ -193,7 +199,38 @@ export class ModelLog {
     }
     // The newest id handed out lost its record (recovery): the update becomes a new record.
     if (g.lastId !== g.nextId - 1) return this.append(g, FRAME_SAVE, g.nextId, this.ageClock.recordTs(Date.now(), g.lastTs), values);
-    return this.append(g, FRAME_SUPERSEDE, g.lastId, g.lastTs, values);
+    const id = this.append(g, FRAME_SUPERSEDE, g.lastId, g.lastTs, values);
+    for (const listener of this.supersedeListeners) listener(id);
+    return id;
+  }
+
+  /**
+   * `listener(id)` runs synchronously each time updateLast replaces the record `id` (of the current
+   * generation) by a newer version; returns the function that stops it. For the fleet uplink, which
+   * sends a record again when it changed after it was read.
+   */
+  onSupersede(listener: (id: number) => void): () => void {
+    this.supersedeListeners.add(listener);
+    return () => this.supersedeListeners.delete(listener);
+  }
+
+  /** This incarnation of the log: a new random value at creation and at every clear (ids restart at 1). */
+  get generation(): string {
+    return this.gen.generation;
+  }
+
+  /** The oldest and newest stored id of the current generation (lastId = firstId - 1 when empty). */
+  idRange(): { firstId: number; lastId: number } {
+    const g = this.gen;
+    return { firstId: g.segments[0].firstId, lastId: newestRecordId(g.segments) };
+  }
+
+  /**
+   * Retention keeps what the floor holds (retention.ts RetentionFloor); one floor per log, undefined
+   * removes it. Set by the fleet uplink for the models it ships.
+   */
+  setRetentionFloor(floor: RetentionFloor | undefined): void {
+    this.retentionFloor = floor;
   }
 
   /**
@@ -310,7 +347,7 @@ export class ModelLog {
     if (this.closed) return Promise.reject(new UnavailableError(`model ${this.modelId} is closed`));
     this.findingsBook.forget();
     const old = this.gen;
-    const fresh = this.newGen([new Segment(1, 1, Date.now())], undefined, true);
+    const fresh = this.newGen(newGeneration(), [new Segment(1, 1, Date.now())], undefined, true);
     this.gen = fresh;
     return this.clears.run(() => this.clearNow(old, fresh));
   }
@@ -462,9 +499,10 @@ export class ModelLog {
     return next;
   }
 
-  private newGen(segments: Segment[], manifest: ManifestWriter | undefined, blocked: boolean): Gen {
+  private newGen(generation: string, segments: Segment[], manifest: ManifestWriter | undefined, blocked: boolean): Gen {
     const active = segments[segments.length - 1];
     const gen: Gen = {
+      generation,
       segments,
       manifest,
       writer: undefined as unknown as Writer,
@@ -531,7 +569,7 @@ export class ModelLog {
     if (!g.manifest || this.closed) return;
     const r = this.retention;
     const limits = r.maxAgeMs > 0 && !this.ageClock.trusted(nowMs, g.lastTs) ? { ...r, maxAgeMs: 0 } : r;
-    await applyRetention(this.c.io, this.c.dir, g.segments, g.manifest, limits, nowMs);
+    await applyRetention(this.c.io, this.c.dir, g.segments, g.manifest, limits, nowMs, this.retentionFloor);
   }
 
   /**
@@ -550,7 +588,7 @@ export class ModelLog {
       await this.c.io.fsyncDir(path.dirname(this.c.dir));
     }
     if (this.gen === fresh) {
-      fresh.manifest = createModelDirSync(this.c.io, this.c.dir, fresh.segments[0], this.columns);
+      fresh.manifest = createModelDirSync(this.c.io, this.c.dir, fresh.segments[0], this.columns, fresh.generation);
       fresh.writer.unblock();
     }
     if (trash) await this.c.io.remove(trash);

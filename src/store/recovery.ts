@@ -29,6 +29,7 @@ import { type FileIo, fsyncDirSync, writeFileAtomicSync } from './file-io.js';
 import { FRAME_BYTES_MAX, FRAME_HEADER_BYTES, checkFrame, frameBytes, u32 } from './frame.js';
 import type { RecoveryReport } from './types.js';
 import type { SealedFdCache } from './sealed-fds.js';
+import { loadGenerationSync, newGeneration, writeGenerationSync } from './generation-file.js';
 
 export interface OpenedModel {
   segments: Segment[];
@@ -38,12 +39,18 @@ export interface OpenedModel {
   columns: StoredFields;
   /** The column each visible field reads. */
   layout: FieldLayout;
+  /** This incarnation of the directory (GENERATION, see generation-file.ts). */
+  generation: string;
 }
 
-/** A brand-new model directory holding `seg` (empty; its file is created and attached) and a manifest. */
-export function createModelDirSync(io: FileIo, dir: string, seg: Segment, fields: StoredFields): ManifestWriter {
+/**
+ * A brand-new model directory holding `seg` (empty; its file is created and attached) and a manifest.
+ * GENERATION is written before the manifest, so a directory with a manifest always has its generation.
+ */
+export function createModelDirSync(io: FileIo, dir: string, seg: Segment, fields: StoredFields, generation = newGeneration()): ManifestWriter {
   fs.mkdirSync(dir, { recursive: true });
   writeFieldsSync(dir, fields);
+  writeGenerationSync(dir, generation);
   const { segNo, firstId } = seg;
   seg.file.attach(createSegmentFileSync(dir, { segNo, firstId, createdMs: seg.createdMs }));
   const manifest = ManifestWriter.createSync(io, dir, {
@@ -71,14 +78,16 @@ export function openModelDirSync(io: FileIo, dir: string, modelId: string, visib
   };
   if (!fs.existsSync(`${dir}/${MANIFEST_FILE}`) && listSegments(dir).length === 0) {
     const seg = new Segment(1, 1, Date.now());
-    const manifest = createModelDirSync(io, dir, seg, fields);
+    const generation = newGeneration();
+    const manifest = createModelDirSync(io, dir, seg, fields, generation);
     report.clean = true;
-    return { segments: [seg], manifest, report: finish(report, t0), columns: fields, layout: layoutOf(modelId, fields, visible) };
+    return { segments: [seg], manifest, report: finish(report, t0), columns: fields, layout: layoutOf(modelId, fields, visible), generation };
   }
   const columns = loadColumnsSync(dir, fields);
   // Before anything is opened: a definition changed outside the API keeps the model closed.
   const layout = layoutOf(modelId, columns, visible);
   removeLeftovers(dir);
+  const generation = loadGenerationSync(dir);
   const read = readManifestSync(dir);
   const m = read.manifest;
   const segNos = retireBelow(dir, listSegments(dir), m?.firstSegNo ?? 0);
@@ -88,7 +97,7 @@ export function openModelDirSync(io: FileIo, dir: string, modelId: string, visib
   const manifest = read.manifest ? ManifestWriter.openSync(io, dir, read.seq) : ManifestWriter.createSync(io, dir, manifestOf(segments));
   if (read.manifest) manifest.writeSync(manifestOf(segments));
   reportGaps(segments, report);
-  return { segments, manifest, report: finish(report, t0), columns, layout };
+  return { segments, manifest, report: finish(report, t0), columns, layout, generation };
 }
 
 function finish(report: RecoveryReport, t0: number): RecoveryReport {

@@ -24,9 +24,31 @@ function exceeded(segments: readonly Segment[], limits: RetentionLimits, nowMs: 
 }
 
 /**
- * Removes head segments of `segments` (mutated in place) while a limit is exceeded. The segment holding
- * the newest record always stays, also when the active segment behind it is empty (after recovery cut
- * its torn frames): the log never loses the record that latest() and update-last work on.
+ * What a reader outside the store (the fleet uplink, docs/uplink.md) has not consumed yet: retention
+ * keeps every segment holding `keepFromId()` or a later id, unless those segments add up to more than
+ * `backlogMaxBytes` (when > 0); then the limits apply as if there were no floor, and the reader finds
+ * the log starting past its position (and reports the gap).
+ */
+export interface RetentionFloor {
+  keepFromId(): number;
+  backlogMaxBytes: number;
+}
+
+function heldByFloor(segments: readonly Segment[], floor: RetentionFloor | undefined): boolean {
+  if (floor === undefined) return false;
+  const keepFromId = floor.keepFromId();
+  if (segments[0].lastId < keepFromId) return false;
+  if (floor.backlogMaxBytes <= 0) return true;
+  let backlogBytes = 0;
+  for (const s of segments) if (s.lastId >= keepFromId) backlogBytes += s.bytes;
+  return backlogBytes <= floor.backlogMaxBytes;
+}
+
+/**
+ * Removes head segments of `segments` (mutated in place) while a limit is exceeded and no floor holds
+ * them. The segment holding the newest record always stays, also when the active segment behind it is
+ * empty (after recovery cut its torn frames): the log never loses the record that latest() and
+ * update-last work on.
  */
 export async function applyRetention(
   io: FileIo,
@@ -35,11 +57,14 @@ export async function applyRetention(
   manifest: ManifestWriter,
   limits: RetentionLimits,
   nowMs: number,
+  floor?: RetentionFloor,
 ): Promise<number> {
   let removed = 0;
   // The newest record, not the newest id: ids lost at the tail (recovery) may follow it in an empty segment.
   const newestId = newestRecordId(segments);
-  while (segments.length > 1 && segments[0].sealedOnDisk && segments[0].lastId < newestId && exceeded(segments, limits, nowMs)) {
+  const removable = (): boolean =>
+    segments.length > 1 && segments[0].sealedOnDisk && segments[0].lastId < newestId && exceeded(segments, limits, nowMs);
+  while (removable() && !heldByFloor(segments, floor)) {
     await manifest.write(() => manifestOf(segments.slice(1)));
     const head = segments.shift() as Segment;
     // Reads still holding the segment get its fd now, before the unlink (see SegmentFile.retire).

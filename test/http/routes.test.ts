@@ -40,6 +40,7 @@ const EXPECTED: Record<string, string> = {
   'GET /api/v1/datacenter/exportData': ADMIN,
   'DELETE /api/v1/datacenter/clearSchemaData': ADMIN,
   'GET /api/v1/datacenter/backup': ADMIN,
+  'GET /api/v1/uplink/status': ADMIN,
   'POST /api/v1/datacenter/restore': ADMIN,
   'POST /api/v1/datacenter/importData': ADMIN,
   'GET /api/v1/datacenter/secret': ADMIN,

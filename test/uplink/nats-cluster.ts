@@ -1,0 +1,230 @@
+/**
+ * Real nats-server processes for the uplink tests: a JetStream cluster of `size` nodes on 127.0.0.1,
+ * random ports, a temp directory each, started and stopped by PID (never left running: `stop()` kills
+ * what is left, and an exit hook of the test process does it too). The hub stream is created as
+ * docs/uplink.md tells users to: R3, file storage, subjects `<prefix>.>`, a dedup window.
+ * Finds `nats-server` on PATH (the Debian package; .ci/run installs it), else the tests skip.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { jetstreamManager, jetstream, type JetStreamManager } from '@nats-io/jetstream';
+
+export function natsServerPath(): string | undefined {
+  for (const dir of (process.env.PATH ?? '').split(':').concat(['/usr/sbin', '/usr/bin'])) {
+    const p = path.join(dir, 'nats-server');
+    if (fs.existsSync(p)) return p;
+  }
+  return undefined;
+}
+
+export const SKIP_REASON = natsServerPath() === undefined ? 'nats-server not found on PATH (apt-get install nats-server; .ci/run does)' : undefined;
+if (SKIP_REASON !== undefined) console.warn(`uplink tests skipped: ${SKIP_REASON}`);
+
+const living = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const c of living) c.kill('SIGKILL');
+});
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+interface Node {
+  name: string;
+  port: number;
+  clusterPort: number;
+  dir: string;
+  conf: string;
+  child: ChildProcess | undefined;
+}
+
+export interface HubRecord {
+  seq: number;
+  subject: string;
+  headers: Record<string, string>;
+  lines: Array<Record<string, unknown>>;
+}
+
+export class NatsCluster {
+  readonly root: string;
+  private readonly nodes: Node[] = [];
+
+  private constructor(readonly size: number) {
+    this.root = fs.mkdtempSync(path.join(os.tmpdir(), 'edc-nats-'));
+  }
+
+  get urls(): string[] {
+    return this.nodes.map((n) => `nats://127.0.0.1:${n.port}`);
+  }
+
+  static async start(size = 3): Promise<NatsCluster> {
+    const c = new NatsCluster(size);
+    for (let i = 0; i < size; i++) {
+      const dir = path.join(c.root, `n${i + 1}`);
+      fs.mkdirSync(dir);
+      c.nodes.push({ name: `n${i + 1}`, port: await freePort(), clusterPort: await freePort(), dir, conf: path.join(dir, 'server.conf'), child: undefined });
+    }
+    for (const n of c.nodes) {
+      const routes = c.nodes.filter((o) => o !== n).map((o) => `nats-route://127.0.0.1:${o.clusterPort}`);
+      fs.writeFileSync(
+        n.conf,
+        [
+          `server_name: ${n.name}`,
+          `listen: 127.0.0.1:${n.port}`,
+          `jetstream { store_dir: "${n.dir}/js", max_memory_store: 64MB, max_file_store: 2GB }`,
+          size > 1 ? `cluster { name: hub, listen: 127.0.0.1:${n.clusterPort}, routes: [${routes.join(', ')}] }` : '',
+          '',
+        ].join('\n'),
+      );
+    }
+    for (const n of c.nodes) c.startNode(n);
+    return c;
+  }
+
+  private startNode(n: Node): void {
+    const child = spawn(natsServerPath() as string, ['-c', n.conf], { stdio: ['ignore', 'ignore', 'pipe'] });
+    child.stderr?.resume();
+    living.add(child);
+    child.once('exit', () => living.delete(child));
+    n.child = child;
+  }
+
+  /** A client connection to the cluster (the test's own, not the gateway's). */
+  async client(): Promise<NatsConnection> {
+    return connect({ servers: this.urls, reconnectTimeWait: 200, maxReconnectAttempts: -1, waitOnFirstConnect: true });
+  }
+
+  /** Creates the hub stream, retrying while the cluster elects its meta leader. */
+  async createStream(prefix = 'edc', dedupWindowMs = 120_000): Promise<void> {
+    const nc = await this.client();
+    try {
+      const deadline = Date.now() + 30_000;
+      for (;;) {
+        try {
+          const jsm = await jetstreamManager(nc, { timeout: 2000 });
+          await jsm.streams.add({
+            name: 'EDC',
+            subjects: [`${prefix}.>`],
+            num_replicas: this.size,
+            storage: 'file' as never,
+            duplicate_window: dedupWindowMs * 1_000_000,
+          });
+          return;
+        } catch (err) {
+          if (Date.now() > deadline) throw err;
+          await new Promise((r) => setTimeout(r, 250));
+        }
+      }
+    } finally {
+      await nc.close();
+    }
+  }
+
+  async streamLeader(jsm: JetStreamManager): Promise<string | undefined> {
+    return (await jsm.streams.info('EDC')).cluster?.leader;
+  }
+
+  /** SIGKILL of the node leading the stream; returns its name. */
+  async killLeader(): Promise<string> {
+    const nc = await this.client();
+    try {
+      const leader = await this.streamLeader(await jetstreamManager(nc));
+      const n = this.nodes.find((x) => x.name === leader);
+      if (n === undefined) throw new Error(`no stream leader (${String(leader)})`);
+      await this.kill(n.name);
+      return n.name;
+    } finally {
+      await nc.close();
+    }
+  }
+
+  async kill(name: string, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    const n = this.nodes.find((x) => x.name === name) as Node;
+    const child = n.child;
+    if (child === undefined || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill(signal);
+    await exited;
+    n.child = undefined;
+  }
+
+  restart(name: string): void {
+    const n = this.nodes.find((x) => x.name === name) as Node;
+    if (n.child === undefined) this.startNode(n);
+  }
+
+  /** SIGSTOP / SIGCONT: a hung server (quorum loss when two of three are stopped). */
+  pause(name: string): void {
+    this.nodes.find((x) => x.name === name)?.child?.kill('SIGSTOP');
+  }
+
+  resume(name: string): void {
+    this.nodes.find((x) => x.name === name)?.child?.kill('SIGCONT');
+  }
+
+  names(): string[] {
+    return this.nodes.map((n) => n.name);
+  }
+
+  /** Every message of the stream, in stream order, read with an ordered consumer. */
+  async readAll(): Promise<HubRecord[]> {
+    const nc = await this.client();
+    try {
+      const jsm = await jetstreamManager(nc);
+      const last = (await jsm.streams.info('EDC')).state.last_seq;
+      const out: HubRecord[] = [];
+      if (last === 0) return out;
+      const consumer = await jetstream(nc).consumers.get('EDC');
+      const messages = await consumer.consume({ max_messages: 500 });
+      for await (const m of messages) {
+        const headers: Record<string, string> = {};
+        for (const k of m.headers?.keys() ?? []) headers[k] = m.headers?.get(k) ?? '';
+        const text = m.string();
+        const lines = text === '' ? [] : text.split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+        out.push({ seq: m.seq, subject: m.subject, headers, lines });
+        if (m.seq >= last) break;
+      }
+      await messages.close();
+      return out;
+    } finally {
+      await nc.close();
+    }
+  }
+
+  async stop(): Promise<void> {
+    for (const n of this.nodes) {
+      n.child?.kill('SIGCONT');
+      await this.kill(n.name);
+    }
+    fs.rmSync(this.root, { recursive: true, force: true });
+  }
+}
+
+/** The consumer's upsert: (gateway, model, generation, id) -> the newest line in stream order. */
+export function upsert(messages: readonly HubRecord[]): { byKey: Map<string, Record<string, unknown>>; lines: number; gaps: HubRecord[] } {
+  const byKey = new Map<string, Record<string, unknown>>();
+  let lines = 0;
+  const gaps: HubRecord[] = [];
+  for (const m of messages) {
+    if (m.headers['Edc-Kind'] === 'gap') {
+      gaps.push(m);
+      continue;
+    }
+    for (const l of m.lines) {
+      lines++;
+      byKey.set(`${String(l.gateway)}/${String(l.model)}/${String(l.generation)}/${String(l.id)}`, l);
+    }
+  }
+  return { byKey, lines, gaps };
+}
