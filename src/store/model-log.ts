@@ -15,6 +15,7 @@ import { HeldSegments, bytesOf, decodeValues, fitRange, planParts, projection, r
 import { toView, validatePage, type Projection } from './reader.js';
 import { applyRetention, totalBytes } from './retention.js';
 import { writeIndex } from './index-file.js';
+import { idRangeOf, type IdRange, type TimeRange } from './time-index.js';
 import { SerialQueue } from '../util/atomic-file.js';
 import type { FileIo } from './file-io.js';
 import type { SealedFdCache } from './sealed-fds.js';
@@ -171,8 +172,12 @@ export class ModelLog {
   async page(q: PageQuery): Promise<PageResult> {
     const p = validatePage(q, this.fields);
     const g = this.gen;
-    const firstId = g.segments[0].firstId;
-    const lastId = newestRecordId(g.segments);
+    let firstId = g.segments[0].firstId;
+    let lastId = newestRecordId(g.segments);
+    if (q.fromMs !== undefined || q.toMs !== undefined) {
+      ({ firstId, lastId } = await this.idRangeOfTime(q));
+      if (this.gen !== g) return this.page(q);
+    }
     const total = Math.max(0, lastId - firstId + 1);
     const skip = (q.current - 1) * q.size;
     const lo = q.order === 'asc' ? firstId + skip : Math.max(firstId, lastId - skip - q.size + 1);
@@ -190,6 +195,16 @@ export class ModelLog {
     const records = recs.map((r) => toView(p, r.id, r.ts, decodeValues(r.payload)));
     if (q.order === 'desc') records.reverse();
     return { total, records };
+  }
+
+  /** The ids of the records whose create_at lies in [fromMs, toMs): a binary search (time-index.ts), never a scan. */
+  async idRangeOfTime(range: TimeRange): Promise<IdRange> {
+    const held = new HeldSegments(this.gen.segments);
+    try {
+      return await idRangeOf(this.c.io, held.segments, range, this.onLost);
+    } finally {
+      held.releaseAll();
+    }
   }
 
   latest(select?: readonly string[]): RecordView | undefined {
