@@ -16,6 +16,8 @@ import { toView, validatePage, type Projection } from './reader.js';
 import { applyRetention, totalBytes } from './retention.js';
 import { writeIndex } from './index-file.js';
 import { idRangeOf, type IdRange, type TimeRange } from './time-index.js';
+import { aggregate, bucketSpan, type AggregateQuery, type Bucket } from './aggregate.js';
+import { SummaryBook } from './summaries.js';
 import { SerialQueue } from '../util/atomic-file.js';
 import type { FileIo } from './file-io.js';
 import type { SealedFdCache } from './sealed-fds.js';
@@ -98,6 +100,8 @@ export class ModelLog {
   private readonly clears = new SerialQueue();
   private closed = false;
   private readonly findingsBook: FindingsBook;
+  /** Aggregation summaries of each generation (summaries.ts), dropped with it. */
+  private readonly summaryBooks = new WeakMap<Gen, SummaryBook>();
   private readonly ageClock: AgeClock;
   private readonly onLost = (fromId: number, toId: number): void => {
     addLostRange(this.recovery.lostRanges, fromId, toId);
@@ -202,6 +206,29 @@ export class ModelLog {
     const held = new HeldSegments(this.gen.segments);
     try {
       return await idRangeOf(this.c.io, held.segments, range, this.onLost);
+    } finally {
+      held.releaseAll();
+    }
+  }
+
+  /** Buckets of [fromMs, toMs) with per-field statistics, from the segment summaries (aggregate.ts). */
+  async aggregate(q: AggregateQuery): Promise<Bucket[]> {
+    bucketSpan(q);
+    const fieldIndexes = q.fields.map((name) => {
+      const i = this.fieldIndex.get(name);
+      if (i === undefined) throw new InvalidArgumentError(`aggregate: unknown field ${JSON.stringify(name)}`);
+      return i;
+    });
+    const g = this.gen;
+    let book = this.summaryBooks.get(g);
+    if (!book) {
+      book = new SummaryBook(this.c.io, this.c.dir, this.fields.length, this.onLost, () => this.gen === g && !this.closed);
+      this.summaryBooks.set(g, book);
+    }
+    const newest = g.lastValues === undefined ? undefined : { id: g.lastId, ts: g.lastTs, values: g.lastValues };
+    const held = new HeldSegments(g.segments);
+    try {
+      return await aggregate(this.c.io, held, book, fieldIndexes, q, newest, this.onLost);
     } finally {
       held.releaseAll();
     }
