@@ -10,7 +10,7 @@ import type { ScriptEngine } from '../scripts/engine.js';
 import type { ModelLog } from '../store/index.js';
 
 /** A published model's log, as the read, export, clear and recovery routes use it. */
-export type LogView = Pick<ModelLog, 'page' | 'latest' | 'iterate' | 'clear' | 'stats' | 'findings' | 'acknowledgeFindings'>;
+export type LogView = Pick<ModelLog, 'page' | 'aggregate' | 'latest' | 'iterate' | 'clear' | 'stats' | 'findings' | 'acknowledgeFindings'>;
 
 export type RegistryView = Pick<
   ModelRegistry,

@@ -10,7 +10,7 @@ import { pageCurrent, pageOrder, pageSize, required, selectFields } from './para
 import type { Guard, Router } from './router.js';
 import { timeRange } from './time-params.js';
 
-function publishedModel(registry: RegistryView, uuid: string) {
+export function publishedModel(registry: RegistryView, uuid: string) {
   const model = registry.get(uuid);
   if (!model.published) {
     throw new StateError(`model ${uuid} is not published: publish it before reading its data`);

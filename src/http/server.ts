@@ -11,6 +11,7 @@ import type { HttpDeps } from './deps.js';
 import { createMetrics } from './metrics.js';
 import { addMonitorRoutes } from './monitor-routes.js';
 import { addQueryRoutes } from './query-routes.js';
+import { addHmiRoutes } from './hmi-routes.js';
 import { type RouteInfo, Router } from './router.js';
 import { addSchemaRoutes } from './schema-routes.js';
 import { addScriptRoutes } from './script-routes.js';
@@ -65,7 +66,9 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
   };
   const connections = new ConnectionGate(config.http.maxConnections);
   const admin = adminGuard(new SecretSet([config.main.adminToken]), failures);
-  addQueryRoutes(router, registry, dataSecretGuard(new SecretSet(config.main.secrets), failures));
+  const dataSecret = dataSecretGuard(new SecretSet(config.main.secrets), failures);
+  addQueryRoutes(router, registry, dataSecret);
+  addHmiRoutes(router, registry, dataSecret);
   addSchemaRoutes(router, registry, admin, audit);
   addDatacenterRoutes(router, registry, config, admin, audit);
   addScriptRoutes(router, engine, { admin, pushToken: pushTokenGuard(engine, failures) }, audit);

@@ -43,14 +43,14 @@ function saveAt(uuid: string, atMs: number, input: Record<string, unknown>): voi
   }
 }
 
-const value = (i: number): Record<string, unknown> => ({ temp: i + 0.5, count: i, status: `s${i}`, on: i % 2 === 0 });
+const value = (i: number): Record<string, unknown> => ({ temp: i + 0.5, n: i, status: `s${i}`, on: i % 2 === 0 });
 
 beforeAll(async () => {
   server = await startService({ logLevel: 'silent' });
   base = server.base;
   const attrs = [
     { name: 'temp', type: 'FLOAT' },
-    { name: 'count', type: 'INTEGER' },
+    { name: 'n', type: 'INTEGER' },
     { name: 'status', type: 'STRING' },
     { name: 'on', type: 'BOOL' },
   ];
@@ -117,5 +117,116 @@ describe('queryDataList from/to (contract 10)', () => {
     expect((await call(base, `/api/v1/datacenter/queryDataList?uuid=${main}&from=${T0}`, { token: null })).status).toBe(401);
     expect((await query(base, `/api/v1/datacenter/queryDataList?uuid=SCHEMA22222222&from=${T0}`)).status).toBe(404);
     expect((await query(base, `/api/v1/datacenter/queryDataList?uuid=${draft}&from=${T0}`)).status).toBe(409);
+  });
+});
+
+describe('queryAggregate (contract 10)', () => {
+  const agg = (q: string, uuid = main) => query(base, `/api/v1/datacenter/queryAggregate?uuid=${uuid}&${q}`);
+
+  it('buckets of the interval aligned to the epoch, every function, in time order', async () => {
+    const r = await agg(`from=2026-11-22T10:00:00Z&to=2026-11-22T11:00:00Z&interval=10m&fn=min,max,avg,sum,count,first,last&select=temp,n`);
+    expect(r.status, r.text).toBe(200);
+    expect(r.body.data.interval_ms).toBe(600_000);
+    expect(r.body.data.buckets).toHaveLength(6);
+    expect(r.body.data.buckets[0]).toEqual({
+      start: '2026-11-22T10:00:00Z',
+      count: 20,
+      temp: { min: 0.5, max: 19.5, avg: 10, sum: 200, count: 20, first: 0.5, last: 19.5 },
+      n: { min: 0, max: 19, avg: 9.5, sum: 190, count: 20, first: 0, last: 19 },
+    });
+    expect(r.body.data.buckets[5]).toMatchObject({ start: '2026-11-22T10:50:00Z', n: { min: 100, max: 119, sum: 2190, first: 100, last: 119 } });
+  });
+
+  it('defaults: fn avg, every INTEGER and FLOAT attribute, to = now', async () => {
+    const r = await agg(`from=${T0}&interval=1d`);
+    expect(r.status, r.text).toBe(200);
+    expect(r.body.data.buckets).toEqual([{ start: '2026-11-22T00:00:00Z', count: 120, temp: { avg: 60 }, n: { avg: 59.5 } }]);
+  });
+
+  it('interval forms; empty buckets left out; a partial first bucket counts only records from `from`', async () => {
+    for (const [interval, ms] of [
+      ['500ms', 500],
+      ['10s', 10_000],
+      ['1m', 60_000],
+      ['1h', 3_600_000],
+      ['1d', 86_400_000],
+      ['600000', 600_000],
+    ] as const) {
+      const r = await agg(`from=${T0}&to=${T0 + 3_600_000}&interval=${interval}&fn=count&select=n`);
+      expect(r.status, `${interval} ${r.text}`).toBe(200);
+      expect(r.body.data.interval_ms, interval).toBe(ms);
+      expect(r.body.data.buckets.reduce((n: number, b: { count: number }) => n + b.count, 0)).toBe(120);
+    }
+    const sparse = await agg(`from=${T0}&to=${T0 + 3_600_000}&interval=10s&fn=count&select=n`);
+    expect(sparse.body.data.buckets).toHaveLength(120);
+    const partial = await agg(`from=${T0 + 45_000}&to=${T0 + 3_600_000}&interval=1h&fn=first,count&select=n`);
+    expect(partial.body.data.buckets).toEqual([{ start: '2026-11-22T10:00:00Z', count: 118, n: { first: 2, count: 118 } }]);
+    const odd = await agg(`from=${T0}&to=${T0 + 60_000}&interval=7&fn=count&select=n`);
+    expect(odd.body.data.buckets[1].start).toMatch(/^2026-11-22T10:00:29\.\d{3}Z$/);
+  });
+
+  it('count/first/last on every type', async () => {
+    const r = await agg(`from=${T0}&to=${T0 + 600_000}&interval=1h&fn=count,first,last&select=status,on`);
+    expect(r.body.data.buckets).toEqual([{ start: '2026-11-22T10:00:00Z', count: 20, status: { count: 20, first: 's0', last: 's19' }, on: { count: 20, first: true, last: false } }]);
+  });
+
+  it('an empty model or window answers no buckets', async () => {
+    expect((await agg(`from=${T0}&interval=1h`, empty)).body.data).toEqual({ interval_ms: 3_600_000, buckets: [] });
+    expect((await agg(`from=2020-01-01T00:00:00Z&to=2020-01-02T00:00:00Z&interval=1h`)).body.data.buckets).toEqual([]);
+  });
+
+  it('every bad parameter is a 400 naming it', async () => {
+    for (const [q, name] of [
+      ['interval=1h', 'from'],
+      [`from=${T0}&interval=1w`, 'interval'],
+      [`from=${T0}&interval=0`, 'interval'],
+      [`from=${T0}`, 'interval'],
+      [`from=${T0}&to=${T0 + 3_600_000}&interval=1`, 'interval'],
+      [`from=${T0}&to=${T0}&interval=1h`, 'from'],
+      [`from=soon&interval=1h`, 'from'],
+      [`from=${T0}&interval=1h&fn=median`, 'fn'],
+      [`from=${T0}&interval=1h&fn=min&select=status`, 'fn'],
+      [`from=${T0}&interval=1h&fn=avg&select=on`, 'fn'],
+      [`from=${T0}&interval=1h&select=nope`, 'select'],
+      [`from=${T0}&interval=1h&select=id`, 'select'],
+    ]) {
+      const r = await agg(q);
+      expect(r.status, q).toBe(400);
+      expect(r.body.msg, q).toContain(`'${name}'`);
+    }
+    expect((await agg(`from=${T0}&to=${T0 + 10_000_000}&interval=1000`)).status).toBe(200); // 10,000 buckets is allowed
+  });
+
+  it('auth and model state as the query endpoints', async () => {
+    expect((await call(base, `/api/v1/datacenter/queryAggregate?uuid=${main}&from=${T0}&interval=1h`, { token: null })).status).toBe(401);
+    expect((await agg(`from=${T0}&interval=1h`, 'SCHEMA22222222')).status).toBe(404);
+    expect((await agg(`from=${T0}&interval=1h`, draft)).status).toBe(409);
+  });
+});
+
+describe('queryLastDataBatch (contract 12)', () => {
+  const batch = (q: string) => query(base, `/api/v1/datacenter/queryLastDataBatch?${q}`);
+
+  it('the latest record of each model in the latest-record format, {} for none; comma list or repeated', async () => {
+    for (const q of [`uuid=${main},${empty}`, `uuid=${main}&uuid=${empty}`, `uuid=${main}, ${empty},${main}`]) {
+      const r = await batch(`${q}&select=id,create_at,temp`);
+      expect(r.status, r.text).toBe(200);
+      expect(r.body.data).toEqual({ [main]: { id: 120, create_at: '2026-11-22 10:59:30', temp: 119.5 }, [empty]: {} });
+    }
+  });
+
+  it('an unknown or unpublished model fails the whole call naming it; at most 100 models', async () => {
+    let r = await batch(`uuid=${main},SCHEMA22222222`);
+    expect(r.status).toBe(404);
+    expect(r.body.msg).toContain('SCHEMA22222222');
+    r = await batch(`uuid=${main},${draft}`);
+    expect(r.status).toBe(409);
+    expect(r.body.msg).toContain(draft);
+    r = await batch(`uuid=${Array.from({ length: 101 }, (_, i) => `SCHEMAX${String(i).padStart(7, '0')}`).join(',')}`);
+    expect(r.status, r.text).toBe(400);
+    expect(r.body.msg).toContain(`'uuid'`);
+    expect((await batch('uuid=')).status).toBe(400);
+    expect((await batch(`uuid=${main}&select=nope`)).status).toBe(400);
+    expect((await call(base, `/api/v1/datacenter/queryLastDataBatch?uuid=${main}`, { token: null })).status).toBe(401);
   });
 });
