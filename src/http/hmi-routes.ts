@@ -6,10 +6,12 @@
 import { InvalidArgumentError } from '../errors.js';
 import type { Attribute, DataModel } from '../models/types.js';
 import type { FieldStats } from '../store/stats-table.js';
+import type { RecordView } from '../store/types.js';
 import type { RegistryView } from './deps.js';
 import { formatRecord, spacedSeconds } from './format.js';
 import { badParameter, quote, required, selectFields, type QueryParams } from './params.js';
 import { publishedModel } from './query-routes.js';
+import { JSON_HEADERS, RawReply } from './reply.js';
 import type { Guard, Router } from './router.js';
 import { instant, intervalMs } from './time-params.js';
 
@@ -24,14 +26,38 @@ export const BATCH_MODELS_MAX = 100;
 
 /** Comma-separated and/or repeated values, trimmed, empty items dropped, duplicates collapsed. */
 function list(query: QueryParams, name: string): string[] {
-  const out: string[] = [];
+  const out = new Set<string>();
   for (const value of query.get(name) ?? []) {
     for (const item of value.split(',')) {
       const v = item.trim();
-      if (v.length > 0 && !out.includes(v)) out.push(v);
+      if (v.length > 0) out.add(v);
     }
   }
-  return out;
+  return [...out];
+}
+
+const ENVELOPE_HEADERS = Object.fromEntries(JSON_HEADERS);
+/**
+ * The JSON of a latest record, kept while the store hands out the same frozen view (until the model's
+ * next write): a page of tiles polls the same records many times, and serialising them was most of a
+ * batch call's cost.
+ */
+const latestJsonCache = new WeakMap<RecordView, string>();
+
+/**
+ * Whole answers of recent batch calls, by models and select: valid while every model hands out the same
+ * views, so a page of tiles polled faster than its models change costs 100 lookups, not a new body.
+ */
+const batchBodies = new Map<string, { records: Array<RecordView | undefined>; body: Buffer }>();
+const BATCH_BODIES_MAX = 64;
+
+function latestJson(record: RecordView): string {
+  let json = latestJsonCache.get(record);
+  if (json === undefined) {
+    json = JSON.stringify(formatRecord(record, spacedSeconds));
+    latestJsonCache.set(record, json);
+  }
+  return json;
 }
 
 function functions(query: QueryParams): AggregateFunction[] {
@@ -116,12 +142,18 @@ export function addHmiRoutes(router: Router, registry: RegistryView, dataSecret:
       if (uuids.length === 0) throw new InvalidArgumentError(`missing parameter 'uuid'`);
       if (uuids.length > BATCH_MODELS_MAX) throw badParameter('uuid', `at most ${BATCH_MODELS_MAX} models`, `${uuids.length} models`);
       const models = uuids.map((u) => publishedModel(registry, u));
-      const out: Record<string, unknown> = {};
-      for (const model of models) {
-        const record = registry.log(model.uuid).latest(selectFields(query, model));
-        out[model.uuid] = record === undefined ? {} : formatRecord(record, spacedSeconds);
-      }
-      return out;
+      const records = models.map((model) => registry.log(model.uuid).latest(selectFields(query, model)));
+      const key = `${uuids.join(',')}|${(query.get('select') ?? []).join(',')}`;
+      const cached = batchBodies.get(key);
+      if (cached && cached.records.every((r, i) => r === records[i])) return new RawReply(200, ENVELOPE_HEADERS, cached.body);
+      const parts = models.map((model, i) => {
+        const record = records[i];
+        return `${JSON.stringify(model.uuid)}:${record === undefined ? '{}' : latestJson(record)}`;
+      });
+      const body = Buffer.from(`{"code":200,"msg":"Success","data":{${parts.join(',')}}}`);
+      if (batchBodies.size >= BATCH_BODIES_MAX) batchBodies.delete(batchBodies.keys().next().value as string);
+      batchBodies.set(key, { records, body });
+      return new RawReply(200, ENVELOPE_HEADERS, body);
     });
   });
 }

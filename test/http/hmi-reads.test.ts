@@ -215,6 +215,15 @@ describe('queryLastDataBatch (contract 12)', () => {
     }
   });
 
+  it('a new record shows in the next call (the kept answer is dropped)', async () => {
+    const q = `uuid=${empty},${main}&select=id,n`;
+    expect((await batch(q)).body.data[empty]).toEqual({});
+    saveAt(empty, T0, value(7));
+    expect((await batch(q)).body.data).toEqual({ [empty]: { id: 1, n: 7 }, [main]: { id: 120, n: 119 } });
+    await server.registry.log(empty).clear();
+    expect((await batch(q)).body.data[empty]).toEqual({});
+  });
+
   it('an unknown or unpublished model fails the whole call naming it; at most 100 models', async () => {
     let r = await batch(`uuid=${main},SCHEMA22222222`);
     expect(r.status).toBe(404);
