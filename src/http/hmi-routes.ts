@@ -9,7 +9,7 @@ import type { FieldStats } from '../store/stats-table.js';
 import type { RecordView } from '../store/types.js';
 import type { RegistryView } from './deps.js';
 import { formatRecord, spacedSeconds } from './format.js';
-import { badParameter, quote, required, selectFields, type QueryParams } from './params.js';
+import { badParameter, listParam, quote, required, selectFields, type QueryParams } from './params.js';
 import { publishedModel } from './query-routes.js';
 import { JSON_HEADERS, RawReply } from './reply.js';
 import type { Guard, Router } from './router.js';
@@ -23,18 +23,6 @@ const NUMERIC_TYPES = new Set(['INTEGER', 'FLOAT']);
 const BUCKET_KEYS = new Set(['start', 'count']);
 export const AGGREGATE_BUCKETS_MAX = 10_000;
 export const BATCH_MODELS_MAX = 100;
-
-/** Comma-separated and/or repeated values, trimmed, empty items dropped, duplicates collapsed. */
-function list(query: QueryParams, name: string): string[] {
-  const out = new Set<string>();
-  for (const value of query.get(name) ?? []) {
-    for (const item of value.split(',')) {
-      const v = item.trim();
-      if (v.length > 0) out.add(v);
-    }
-  }
-  return [...out];
-}
 
 const ENVELOPE_HEADERS = Object.fromEntries(JSON_HEADERS);
 /**
@@ -61,7 +49,7 @@ function latestJson(record: RecordView): string {
 }
 
 function functions(query: QueryParams): AggregateFunction[] {
-  const names = list(query, 'fn').map((f) => f.toLowerCase());
+  const names = listParam(query, 'fn').map((f) => f.toLowerCase());
   for (const f of names) {
     if (!(AGGREGATE_FUNCTIONS as readonly string[]).includes(f)) throw badParameter('fn', `a comma list of ${AGGREGATE_FUNCTIONS.join(', ')}`, f);
   }
@@ -138,7 +126,7 @@ export function addHmiRoutes(router: Router, registry: RegistryView, dataSecret:
 
     g.get('/queryLastDataBatch', (ctx) => {
       const query = ctx.query;
-      const uuids = list(query, 'uuid');
+      const uuids = listParam(query, 'uuid');
       if (uuids.length === 0) throw new InvalidArgumentError(`missing parameter 'uuid'`);
       if (uuids.length > BATCH_MODELS_MAX) throw badParameter('uuid', `at most ${BATCH_MODELS_MAX} models`, `${uuids.length} models`);
       const models = uuids.map((u) => publishedModel(registry, u));

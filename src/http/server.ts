@@ -12,6 +12,8 @@ import { createMetrics } from './metrics.js';
 import { addMonitorRoutes } from './monitor-routes.js';
 import { addQueryRoutes } from './query-routes.js';
 import { addHmiRoutes } from './hmi-routes.js';
+import { LiveHub } from './live.js';
+import { addLiveRoutes } from './live-routes.js';
 import { type RouteInfo, Router } from './router.js';
 import { addSchemaRoutes } from './schema-routes.js';
 import { addScriptRoutes } from './script-routes.js';
@@ -69,6 +71,8 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
   const dataSecret = dataSecretGuard(new SecretSet(config.main.secrets), failures);
   addQueryRoutes(router, registry, dataSecret);
   addHmiRoutes(router, registry, dataSecret);
+  const live = new LiveHub();
+  addLiveRoutes(router, registry, dataSecret, live);
   addSchemaRoutes(router, registry, admin, audit);
   addDatacenterRoutes(router, registry, config, admin, audit);
   addScriptRoutes(router, engine, { admin, pushToken: pushTokenGuard(engine, failures) }, audit);
@@ -114,6 +118,7 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
       closing ??= (async () => {
         stopListening();
         audit.flush();
+        live.close(); // streams never end by themselves
         await router.settled(graceMs);
         // Also ends idle keep-alive connections so the event loop can empty.
         (app as { close?: () => void }).close?.();

@@ -11,7 +11,7 @@ import { decodeValues, readRange, walkFrames, type HeldSegments, type LostFn, ty
 import type { Segment } from './segment.js';
 import type { FileIo } from './file-io.js';
 import { StatsTable, type FieldStats } from './stats-table.js';
-import { SegmentSummary, type SummaryBook } from './summaries.js';
+import { COARSE_BLOCKS, SegmentSummary, type SummaryBook } from './summaries.js';
 import { straddleCache, type DecodedBlock } from './straddle-cache.js';
 import { InvalidArgumentError } from '../errors.js';
 
@@ -141,29 +141,47 @@ export async function aggregate(
   const summaries = await book.ensure(held, which, newestId);
 
   const { fromMs, toMs, intervalMs } = q;
-  // The blocks to use, in id order: per block its summary, its number, and its bucket row when it lies
-  // whole in one bucket, else -1 - (its index in `straddles`).
+  // What to merge, in id order: per unit its summary, the unit (a block k >= 0, or coarse row j as
+  // -1 - j), and its bucket row when it lies whole in one bucket, else -1 - (its index in `straddles`).
   const bySummary: number[] = [];
-  const blocks: number[] = [];
+  const units: number[] = [];
   const rows: number[] = [];
   const straddles: Straddle[] = [];
+  const whole = (lo: number, hi: number): number => {
+    const bucket = Math.floor(lo / intervalMs);
+    return lo >= fromMs && hi < toMs && bucket === Math.floor(hi / intervalMs) ? bucket - span.first : -1;
+  };
   summaries.forEach((s, si) => {
     if (s.tsMin >= toMs) return;
     const { minTs, maxTs, records } = s;
-    for (let k = 0; k < s.blocks; k++) {
-      if (records[k] === 0) continue;
-      const lo = minTs[k];
-      const hi = maxTs[k];
-      if (hi < fromMs || lo >= toMs) continue;
-      const bucket = Math.floor(lo / intervalMs);
-      bySummary.push(si);
-      blocks.push(k);
-      if (lo >= fromMs && hi < toMs && bucket === Math.floor(hi / intervalMs)) rows.push(bucket - span.first);
-      else {
-        straddles.push({ summary: s, block: k });
-        rows.push(-straddles.length);
+    const addBlocks = (from: number, to: number): void => {
+      for (let k = from; k < to; k++) {
+        if (records[k] === 0 || maxTs[k] < fromMs || minTs[k] >= toMs) continue;
+        bySummary.push(si);
+        units.push(k);
+        const row = whole(minTs[k], maxTs[k]);
+        if (row >= 0) rows.push(row);
+        else {
+          straddles.push({ summary: s, block: k });
+          rows.push(-straddles.length);
+        }
       }
+    };
+    const coarseRows = s.coarse();
+    for (let j = 0; j < coarseRows; j++) {
+      const lo = s.coarseMinTs[j];
+      const hi = s.coarseMaxTs[j];
+      if (s.coarseRecords[j] === 0 || hi < fromMs || lo >= toMs) continue;
+      const row = whole(lo, hi);
+      if (row < 0) {
+        addBlocks(j * COARSE_BLOCKS, (j + 1) * COARSE_BLOCKS);
+        continue;
+      }
+      bySummary.push(si);
+      units.push(-1 - j);
+      rows.push(row);
     }
+    addBlocks(coarseRows * COARSE_BLOCKS, s.blocks);
   });
   const reads = await readStraddles(io, segments, which, summaries, straddles, lost);
 
@@ -175,7 +193,7 @@ export async function aggregate(
     counts[row]++;
     for (let f = 0; f < fieldIndexes.length; f++) acc.add(row, f, values[fieldIndexes[f]]);
   };
-  for (let b = 0; b < blocks.length; b++) {
+  for (let b = 0; b < units.length; b++) {
     const row = rows[b];
     if (row < 0) {
       const d = reads[-1 - row];
@@ -183,9 +201,11 @@ export async function aggregate(
       continue;
     }
     const s = summaries[bySummary[b]];
-    const k = blocks[b];
-    counts[row] += s.records[k];
-    for (let f = 0; f < fieldIndexes.length; f++) acc.merge(row, f, s.table, k, fieldIndexes[f]);
+    const k = units[b];
+    const table = k >= 0 ? s.table : s.coarseTable;
+    const unitRow = k >= 0 ? k : -1 - k;
+    counts[row] += k >= 0 ? s.records[k] : s.coarseRecords[unitRow];
+    for (let f = 0; f < fieldIndexes.length; f++) acc.merge(row, f, table, unitRow, fieldIndexes[f]);
   }
   // A concurrent aggregation may have folded past this one's newest record (it was no longer the newest then).
   if (newest !== undefined && !summaries.some((s) => s.coveredTo >= newest.id)) place(newest.ts, newest.values);

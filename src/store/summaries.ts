@@ -23,6 +23,8 @@ import { PAGE_BYTES_MAX, SPARSE_STRIDE } from './constants.js';
 import { SerialQueue } from '../util/atomic-file.js';
 
 export const SUMMARY_BLOCK_RECORDS = SPARSE_STRIDE;
+/** Blocks per row of the coarse level (4,096 records), so a long bucket merges a few rows, not hundreds. */
+export const COARSE_BLOCKS = 64;
 const INITIAL_BLOCKS = 16;
 
 export class SegmentSummary {
@@ -37,6 +39,12 @@ export class SegmentSummary {
   readonly table: StatsTable;
   /** The `.sum` file holds this summary. */
   persisted = false;
+  /** Coarse level: row j merges blocks [j * COARSE_BLOCKS, (j + 1) * COARSE_BLOCKS), built on demand from the blocks (never stored). */
+  coarseRows = 0;
+  coarseMinTs: Float64Array = new Float64Array(0);
+  coarseMaxTs: Float64Array = new Float64Array(0);
+  coarseRecords: Float64Array = new Float64Array(0);
+  coarseTable: StatsTable;
 
   constructor(
     readonly firstId: number,
@@ -48,6 +56,38 @@ export class SegmentSummary {
     this.maxTs = new Float64Array(capacity);
     this.records = new Float64Array(capacity);
     this.table = new StatsTable(fieldCount, capacity);
+    this.coarseTable = new StatsTable(fieldCount, 0);
+  }
+
+  /** Builds the coarse rows of every group of blocks that is complete (all its ids folded); returns their number. */
+  coarse(): number {
+    const complete = Math.floor((this.coveredTo - this.firstId + 1) / (SUMMARY_BLOCK_RECORDS * COARSE_BLOCKS));
+    if (complete <= this.coarseRows) return this.coarseRows;
+    if (complete > this.coarseMinTs.length) {
+      const cap = Math.max(complete, this.coarseMinTs.length * 2);
+      this.coarseMinTs = grown(this.coarseMinTs, cap);
+      this.coarseMaxTs = grown(this.coarseMaxTs, cap);
+      this.coarseRecords = grown(this.coarseRecords, cap);
+      this.coarseTable.grow(cap);
+    }
+    const t = this.table;
+    for (let j = this.coarseRows; j < complete; j++) {
+      let lo = Infinity;
+      let hi = -Infinity;
+      let n = 0;
+      for (let k = j * COARSE_BLOCKS; k < (j + 1) * COARSE_BLOCKS; k++) {
+        if (this.records[k] === 0) continue;
+        if (this.minTs[k] < lo) lo = this.minTs[k];
+        if (this.maxTs[k] > hi) hi = this.maxTs[k];
+        n += this.records[k];
+        for (let f = 0; f < t.fieldCount; f++) this.coarseTable.merge(j, f, t, k, f);
+      }
+      this.coarseMinTs[j] = lo;
+      this.coarseMaxTs[j] = hi;
+      this.coarseRecords[j] = n;
+    }
+    this.coarseRows = complete;
+    return complete;
   }
 
   /** Folds one record; ids come in ascending order (lost ones skipped). */
@@ -76,9 +116,6 @@ export class SegmentSummary {
   }
 
   /** Bytes held in memory, for the figures in docs/performance.md. */
-  get memoryBytes(): number {
-    return this.minTs.byteLength * 3 + this.table.stats.reduce((n, s) => n + s.byteLength, 0);
-  }
 
   private startBlock(): void {
     if (this.blocks === this.minTs.length) {

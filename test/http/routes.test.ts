@@ -18,6 +18,7 @@ const EXPECTED: Record<string, string> = {
   'GET /api/v1/datacenter/queryLastData': DATA_SECRET,
   'GET /api/v1/datacenter/queryAggregate': DATA_SECRET,
   'GET /api/v1/datacenter/queryLastDataBatch': DATA_SECRET,
+  'GET /api/v1/datacenter/stream': DATA_SECRET,
 
   'POST /api/v1/schema/create': ADMIN,
   'PUT /api/v1/schema/update': ADMIN,

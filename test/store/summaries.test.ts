@@ -99,6 +99,22 @@ describe('aggregation from segment summaries', () => {
     await store.close();
   });
 
+  it('merges the coarse level (4,096 records) where a bucket holds it whole, and blocks around the edges', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    const store = await openStore(tmpDir(), { segmentBytesMax: 1024 * 1024 });
+    const log = await openModel(store);
+    fill(log, 30_000, 10);
+    await log.durable();
+    const rnd = prng(11);
+    for (let k = 0; k < 6; k++) {
+      const from = T0 - 1000 + Math.floor(rnd() * 100_000);
+      const to = from + 50_000 + Math.floor(rnd() * 250_000);
+      const interval = [41_000, 60_000, 100_000][k % 3];
+      close(await log.aggregate({ fromMs: from, toMs: to, intervalMs: interval, fields: AGG_FIELDS }), await bruteForce(log, from, to, interval));
+    }
+    await store.close();
+  });
+
   it('follows update-last, also when it rolls the segment', async () => {
     vi.useFakeTimers({ toFake: ['Date'] });
     const store = await openStore(tmpDir(), { segmentBytesMax: 2048 });
