@@ -14,6 +14,7 @@ import { addQueryRoutes } from './query-routes.js';
 import { addHmiRoutes } from './hmi-routes.js';
 import { LiveHub } from './live.js';
 import { addLiveRoutes } from './live-routes.js';
+import { attachLiveWs } from './live-ws.js';
 import { type RouteInfo, Router } from './router.js';
 import { addSchemaRoutes } from './schema-routes.js';
 import { addScriptRoutes } from './script-routes.js';
@@ -86,6 +87,14 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
 
   const app = createApp(tls);
   connections.attach(app);
+  attachLiveWs(app, {
+    guard: dataSecret,
+    registry,
+    hub: live,
+    logger,
+    allowedHosts: new Set(config.http.allowedHosts),
+    clientAddress: config.http.trustedProxies.length > 0 ? new ClientAddress(config.http.trustedProxies) : undefined,
+  });
   router.attach(app);
   const host = config.http.host;
   const listenSocket = await new Promise<us_listen_socket>((resolve, reject) => {

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkRecord } from '../../src/models/record-check.js';
 import { call, query } from '../support/client.js';
 import { SECRET, startService, type TestService } from '../support/service.js';
+import { connectWs } from '../support/ws-client.js';
 
 let server: TestService;
 let base: string;
@@ -194,5 +195,82 @@ describe('SSE stream (contract 11)', () => {
     expect(sent.at(-1)).toBe(newest);
     expect(sent.length + (g.to - g.from + 1)).toBeGreaterThanOrEqual(newest - sent[0] + 1);
     expect(sent.length).toBeLessThan(400);
+  });
+});
+
+describe('WebSocket (contract 11)', () => {
+  const wsPath = (secret = SECRET) => `/api/v1/datacenter/ws?secrets=${encodeURIComponent(secret)}`;
+
+  it('subscribe: latest first, then new records; unsubscribe stops them; select and after', async () => {
+    const ws = await connectWs(server.port, wsPath());
+    expect(ws.status).toBe(101);
+    ws.send({ op: 'subscribe', uuid: [a], select: ['id', 'v'] });
+    const [first] = await ws.next(1);
+    const newest = server.registry.log(a).latest()?.id as number;
+    expect(first).toEqual({ type: 'record', uuid: a, record: { id: newest, v: expect.any(Number) } });
+    save(a, { v: 7000, note: 'ws' });
+    expect(await ws.next(1)).toEqual([{ type: 'record', uuid: a, record: { id: newest + 1, v: 7000 } }]);
+    ws.send({ op: 'unsubscribe', uuid: [a] });
+    await new Promise((r) => setTimeout(r, 100));
+    save(a, { v: 7001, note: 'ws' });
+    expect(await ws.next(1, 300)).toEqual([]);
+    ws.send({ op: 'subscribe', uuid: a, select: ['id'], after: { [a]: newest } });
+    expect((await ws.next(2)).map((m) => m.record.id)).toEqual([newest + 1, newest + 2]);
+    ws.close();
+  });
+
+  it('bad messages get an error naming the field; nothing is subscribed', async () => {
+    const ws = await connectWs(server.port, wsPath());
+    for (const [msg, field] of [
+      ['not json', 'JSON'],
+      [{ op: 'watch', uuid: [a] }, "'op'"],
+      [{ op: 'subscribe', uuid: [] }, "'uuid'"],
+      [{ op: 'subscribe', uuid: [a], mode: 'sometimes' }, "'mode'"],
+      [{ op: 'subscribe', uuid: [a], after: { [b]: 1 } }, "'after'"],
+      [{ op: 'subscribe', uuid: [a], select: ['nope'] }, "'select'"],
+      [{ op: 'subscribe', uuid: [a, 'SCHEMA22222222'] }, 'SCHEMA22222222'],
+      [{ op: 'subscribe', uuid: [draft] }, 'not published'],
+    ] as const) {
+      ws.send(msg);
+      const [m] = await ws.next(1);
+      expect(m?.type, JSON.stringify(msg)).toBe('error');
+      expect(m.msg).toContain(field);
+    }
+    save(a, { v: 1, note: 'x' });
+    expect(await ws.next(1, 300)).toEqual([]);
+    ws.close();
+  });
+
+  it('the upgrade needs the data secret', async () => {
+    const ws = await connectWs(server.port, wsPath('wrong'));
+    expect(ws.status).toBe(401);
+    expect(JSON.parse(ws.body)).toMatchObject({ code: 401, data: null });
+    ws.close();
+    const none = await connectWs(server.port, '/api/v1/datacenter/ws');
+    expect(none.status).toBe(401);
+    none.close();
+  });
+
+  it('a socket that stops reading gets a gap, then the newest record', async () => {
+    const ws = await connectWs(server.port, wsPath());
+    ws.send({ op: 'subscribe', uuid: [b], select: ['id', 'note'] });
+    await ws.next(1);
+    ws.pause();
+    const big = 'y'.repeat(20_000);
+    for (let i = 0; i < 400; i++) {
+      save(b, { v: i, note: big });
+      if (i % 20 === 19) await new Promise((r) => setTimeout(r, 20));
+    }
+    await new Promise((r) => setTimeout(r, 200));
+    const newest = server.registry.log(b).latest()?.id as number;
+    ws.resume();
+    const until = Date.now() + 5000;
+    while (ws.messages.at(-1)?.record?.id !== newest && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    const gaps = ws.messages.filter((m) => m.type === 'gap');
+    expect(gaps.length).toBeGreaterThan(0);
+    expect(gaps[0]).toMatchObject({ uuid: b });
+    expect(ws.messages.at(-1)?.record?.id).toBe(newest);
+    expect(ws.messages.filter((m) => m.type === 'record').length).toBeLessThan(400);
+    ws.close();
   });
 });
