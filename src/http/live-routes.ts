@@ -78,8 +78,10 @@ async function stream(
     return ok;
   };
   const client = hub.client({
-    record: (uuid, id, json) => write(`event: record\nid: ${uuid}:${id}\ndata: {"uuid":${JSON.stringify(uuid)},"record":${json}}\n\n`),
-    gap: (uuid, from, to) => write(`event: gap\ndata: ${JSON.stringify({ uuid, from, to })}\n\n`),
+    format: 'sse',
+    recordText: (uuid, id, json) => `event: record\nid: ${uuid}:${id}\ndata: {"uuid":${JSON.stringify(uuid)},"record":${json}}\n\n`,
+    gapText: (uuid, from, to) => `event: gap\ndata: ${JSON.stringify({ uuid, from, to })}\n\n`,
+    write: (texts) => write(texts.length === 1 ? texts[0] : texts.join('')),
   });
   let sinceKeepaliveMs = 0;
   const watch = setInterval(() => {

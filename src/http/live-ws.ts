@@ -67,10 +67,18 @@ export function attachLiveWs(app: TemplatedApp, o: LiveWsOptions): void {
     },
     open(ws) {
       const data = ws.getUserData();
-      const send = (text: string): boolean => !data.closed && ws.send(text, false) === 1;
       data.client = o.hub.client({
-        record: (uuid, _id, json) => send(`{"type":"record","uuid":${JSON.stringify(uuid)},"record":${json}}`),
-        gap: (uuid, from, to) => send(JSON.stringify({ type: 'gap', uuid, from, to })),
+        format: 'ws',
+        recordText: (uuid, _id, json) => `{"type":"record","uuid":${JSON.stringify(uuid)},"record":${json}}`,
+        gapText: (uuid, from, to) => JSON.stringify({ type: 'gap', uuid, from, to }),
+        write(texts) {
+          if (data.closed) return false;
+          let ok = true;
+          ws.cork(() => {
+            for (const t of texts) if (ws.send(t, false) !== 1) ok = false;
+          });
+          return ok;
+        },
       });
     },
     message(ws, message) {

@@ -26,9 +26,12 @@ export type LiveMode = 'all' | 'latest';
 
 /** What a transport (SSE, WebSocket) gives a subscription. */
 export interface LiveSink {
-  /** false: the socket is full; write nothing more until `drained` is called. */
-  record(uuid: string, id: number, json: string): boolean;
-  gap(uuid: string, fromId: number, toId: number): boolean;
+  /** Names the wire format: a record's text is made once per format and projection for every client. */
+  readonly format: string;
+  recordText(uuid: string, id: number, json: string): string;
+  gapText(uuid: string, fromId: number, toId: number): string;
+  /** Writes the texts of one delivery at once; false: the socket is full, write nothing more until `drained`. */
+  write(texts: readonly string[]): boolean;
 }
 
 interface Cursor {
@@ -51,6 +54,8 @@ interface Cursor {
 export class LiveClient {
   private readonly cursors = new Map<string, Cursor>();
   private blocked = false;
+  /** Texts of the delivery being made (written by flush). */
+  private outbox: string[] = [];
   closed = false;
   private end: () => void = () => {};
   /** Resolves when the client is closed (it left, or the server shuts down). */
@@ -89,11 +94,13 @@ export class LiveClient {
         const from = Math.max(c.sentId + 1, to - FEED_READ_MAX + 1);
         if (from > c.sentId + 1) this.sendGap(c, c.sentId + 1, from - 1);
         for await (const r of log.iterate({ fromId: from, toId: to })) this.deliver(c, r);
+        this.flush();
         c.sentId = Math.max(c.sentId, to);
       }
     } else {
       const newest = log.latest();
       if (newest !== undefined) this.deliver(c, newest);
+      this.flush();
     }
     if (this.closed) return;
     this.cursors.set(uuid, c);
@@ -128,6 +135,7 @@ export class LiveClient {
       const gapTo = newestId >= from ? Math.min(to, newestId - 1) : to;
       if (from <= gapTo) this.sendGap(c, from, gapTo);
       if (newest !== undefined && newestId >= from) this.deliver(c, newest);
+      this.flush();
     }
   }
 
@@ -142,6 +150,7 @@ export class LiveClient {
       if (c.mode === 'latest') this.offerLatest(c, r);
       else this.deliver(c, r);
     }
+    this.flush();
   }
 
   private offerLatest(c: Cursor, r: RecordView): void {
@@ -160,6 +169,7 @@ export class LiveClient {
     c.pending = undefined;
     c.sentAtMs = Date.now();
     this.deliver(c, r);
+    this.flush();
   }
 
   private deliver(c: Cursor, r: RecordView): void {
@@ -171,7 +181,7 @@ export class LiveClient {
       return;
     }
     c.sentId = id;
-    if (!this.sink.record(c.uuid, id, this.hub.json(r, c.select, c.selectKey))) this.blocked = true;
+    this.outbox.push(this.hub.recordText(this.sink, c.uuid, r, c.select, c.selectKey));
   }
 
   private sendGap(c: Cursor, from: number, to: number): void {
@@ -179,7 +189,15 @@ export class LiveClient {
       c.gap = { from: Math.min(c.gap?.from ?? from, from), to: Math.max(c.gap?.to ?? to, to) };
       return;
     }
-    if (!this.sink.gap(c.uuid, from, to)) this.blocked = true;
+    this.outbox.push(this.sink.gapText(c.uuid, from, to));
+  }
+
+  /** One write per delivery: a tick's records for a client go out together. */
+  private flush(): void {
+    if (this.outbox.length === 0 || this.closed) return;
+    const texts = this.outbox;
+    this.outbox = [];
+    if (!this.sink.write(texts)) this.blocked = true;
   }
 }
 
@@ -196,8 +214,8 @@ export class LiveHub {
   private readonly feeds = new Map<string, Feed>();
   private timer: NodeJS.Timeout | undefined;
   private readonly clients = new Set<LiveClient>();
-  /** JSON of records by projection, for the records of the current tick (every client shares them). */
-  private jsonCache = new WeakMap<RecordView, Map<string, string>>();
+  /** Wire texts of records by format and projection (every client shares them). */
+  private readonly textCache = new WeakMap<RecordView, Map<string, string>>();
 
   client(sink: LiveSink): LiveClient {
     const c = new LiveClient(this, sink);
@@ -237,15 +255,17 @@ export class LiveHub {
     for (const c of [...this.clients]) this.forget(c);
   }
 
-  json(r: RecordView, select: readonly string[] | undefined, key: string): string {
-    let byKey = this.jsonCache.get(r);
-    if (!byKey) this.jsonCache.set(r, (byKey = new Map()));
-    let s = byKey.get(key);
-    if (s === undefined) {
-      s = JSON.stringify(formatRecord(select === undefined ? r : pick(r, select), isoSeconds));
-      byKey.set(key, s);
+  /** A record's wire text for a format and projection, made once for every client that sends it. */
+  recordText(sink: LiveSink, uuid: string, r: RecordView, select: readonly string[] | undefined, selectKey: string): string {
+    let byKey = this.textCache.get(r);
+    if (!byKey) this.textCache.set(r, (byKey = new Map()));
+    const key = `${sink.format}|${uuid}|${selectKey}`;
+    let text = byKey.get(key);
+    if (text === undefined) {
+      text = sink.recordText(uuid, r.id as number, JSON.stringify(formatRecord(select === undefined ? r : pick(r, select), isoSeconds)));
+      byKey.set(key, text);
     }
-    return s;
+    return text;
   }
 
   private tick(): void {
