@@ -5,6 +5,7 @@
  */
 import { InvalidArgumentError } from '../errors.js';
 import type { Attribute, DataModel } from '../models/types.js';
+import { AGGREGATE_BUCKETS_MAX } from '../store/aggregate.js';
 import type { FieldStats } from '../store/stats-table.js';
 import type { RecordView } from '../store/types.js';
 import type { RegistryView } from './deps.js';
@@ -21,7 +22,6 @@ const NUMERIC_ONLY = new Set<AggregateFunction>(['min', 'max', 'avg', 'sum']);
 const NUMERIC_TYPES = new Set(['INTEGER', 'FLOAT']);
 /** A bucket's own keys: an attribute of the same name would overwrite them. */
 const BUCKET_KEYS = new Set(['start', 'count']);
-export const AGGREGATE_BUCKETS_MAX = 10_000;
 export const BATCH_MODELS_MAX = 100;
 
 const ENVELOPE_HEADERS = Object.fromEntries(JSON_HEADERS);
