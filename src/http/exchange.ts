@@ -240,6 +240,7 @@ export class Exchange {
       res.writeStatus('200 OK');
       res.writeHeader('X-Content-Type-Options', 'nosniff');
       res.writeHeader('Cache-Control', 'no-store');
+      if (this.ctx.cors) res.writeHeader('Access-Control-Allow-Origin', '*');
       for (const key in reply.headers) res.writeHeader(key, reply.headers[key]);
     };
     const ex = this;

@@ -71,6 +71,18 @@ export function one(query: QueryParams, name: string): string | undefined {
   return first;
 }
 
+/** Comma-separated and/or repeated values, trimmed, empty items dropped, duplicates collapsed. */
+export function listParam(query: QueryParams, name: string): string[] {
+  const out = new Set<string>();
+  for (const value of query.get(name) ?? []) {
+    for (const item of value.split(',')) {
+      const v = item.trim();
+      if (v.length > 0) out.add(v);
+    }
+  }
+  return [...out];
+}
+
 /** A required, non-empty parameter (trimmed). */
 export function required(query: QueryParams, name: string): string {
   const value = one(query, name)?.trim();

@@ -8,8 +8,9 @@ import type { RegistryView } from './deps.js';
 import { formatRecord, isoSeconds, spacedSeconds } from './format.js';
 import { pageCurrent, pageOrder, pageSize, required, selectFields } from './params.js';
 import type { Guard, Router } from './router.js';
+import { timeRange } from './time-params.js';
 
-function publishedModel(registry: RegistryView, uuid: string) {
+export function publishedModel(registry: RegistryView, uuid: string) {
   const model = registry.get(uuid);
   if (!model.published) {
     throw new StateError(`model ${uuid} is not published: publish it before reading its data`);
@@ -25,9 +26,10 @@ export function addQueryRoutes(router: Router, registry: RegistryView, dataSecre
       const current = pageCurrent(query);
       const size = pageSize(query);
       const order = pageOrder(query);
+      const range = timeRange(query);
       const model = publishedModel(registry, uuid);
       const select = selectFields(query, model);
-      const page = await registry.log(uuid).page({ current, size, order, select });
+      const page = await registry.log(uuid).page({ current, size, order, select, ...range });
       const records = page.records.map((record) => formatRecord(record, isoSeconds));
       return { current, size, total: page.total, records };
     });

@@ -14,6 +14,10 @@ import { addMonitorRoutes } from './monitor-routes.js';
 import { addUplinkRoutes } from './uplink-routes.js';
 import { registerUplinkMetrics } from './uplink-metrics.js';
 import { addQueryRoutes } from './query-routes.js';
+import { addHmiRoutes } from './hmi-routes.js';
+import { LiveHub } from './live.js';
+import { addLiveRoutes } from './live-routes.js';
+import { attachLiveWs } from './live-ws.js';
 import { type RouteInfo, Router } from './router.js';
 import { addSchemaRoutes } from './schema-routes.js';
 import { addScriptRoutes } from './script-routes.js';
@@ -68,7 +72,11 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
   };
   const connections = new ConnectionGate(config.http.maxConnections);
   const admin = adminGuard(new SecretSet([config.main.adminToken]), failures);
-  addQueryRoutes(router, registry, dataSecretGuard(new SecretSet(config.main.secrets), failures));
+  const dataSecret = dataSecretGuard(new SecretSet(config.main.secrets), failures);
+  addQueryRoutes(router, registry, dataSecret);
+  addHmiRoutes(router, registry, dataSecret);
+  const live = new LiveHub();
+  addLiveRoutes(router, registry, dataSecret, live);
   addSchemaRoutes(router, registry, admin, audit);
   addDatacenterRoutes(router, registry, config, admin, audit);
   addBackupRoutes(router, deps.transfers, admin, audit);
@@ -86,6 +94,14 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
 
   const app = createApp(tls);
   connections.attach(app);
+  attachLiveWs(app, {
+    guard: dataSecret,
+    registry,
+    hub: live,
+    logger,
+    allowedHosts: new Set(config.http.allowedHosts),
+    clientAddress: config.http.trustedProxies.length > 0 ? new ClientAddress(config.http.trustedProxies) : undefined,
+  });
   router.attach(app);
   const host = config.http.host;
   const listenSocket = await new Promise<us_listen_socket>((resolve, reject) => {
@@ -118,6 +134,7 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
       closing ??= (async () => {
         stopListening();
         audit.flush();
+        live.close(); // streams never end by themselves
         await router.settled(graceMs);
         // Also ends idle keep-alive connections so the event loop can empty.
         (app as { close?: () => void }).close?.();

@@ -30,6 +30,7 @@ import { ATTRIBUTES_MAX, type Attribute, type DataModel, type RecordCheck } from
 
 export class ModelRegistry {
   private models: readonly DataModel[];
+  private uuidIndex: { of: readonly DataModel[]; map: Map<string, DataModel> } | undefined;
   private pendingDrops: readonly string[];
   private readonly logs = new Map<string, ModelLog>();
   /** Published models whose store log refused to open (see FIELDS): the others serve. */
@@ -82,9 +83,15 @@ export class ModelRegistry {
   }
 
   get(uuid: string): DataModel {
-    const model = this.models.find((m) => m.uuid === uuid);
+    const model = this.byUuid().get(uuid);
     if (!model) throw new NotFoundError(`model ${uuidText(uuid)} not found`);
     return model;
+  }
+
+  /** `models` is replaced, never changed in place, so the index is rebuilt when it is another array (a batch read looks up 100). */
+  private byUuid(): Map<string, DataModel> {
+    if (this.uuidIndex?.of !== this.models) this.uuidIndex = { of: this.models, map: new Map(this.models.map((m) => [m.uuid, m])) };
+    return this.uuidIndex.map;
   }
 
   create(input: { name: unknown; description?: unknown }): Promise<DataModel> {

@@ -16,6 +16,9 @@ import { toView, validatePage, type Projection } from './reader.js';
 import { type RetentionFloor, applyRetention, totalBytes } from './retention.js';
 import { newGeneration } from './generation-file.js';
 import { writeIndex } from './index-file.js';
+import { idRangeOf, type IdRange, type TimeRange } from './time-index.js';
+import { aggregate, bucketSpan, type AggregateQuery, type Bucket } from './aggregate.js';
+import { SummaryBook } from './summaries.js';
 import { SerialQueue } from '../util/atomic-file.js';
 import type { FileIo } from './file-io.js';
 import type { SealedFdCache } from './sealed-fds.js';
@@ -112,6 +115,8 @@ export class ModelLog {
   /** Why save/updateLast are refused while a restore or import appends alone (see holdWrites). */
   private writesHeldFor: string | undefined;
   private readonly findingsBook: FindingsBook;
+  /** Aggregation summaries of each generation (summaries.ts), dropped with it. */
+  private readonly summaryBooks = new WeakMap<Gen, SummaryBook>();
   private readonly ageClock: AgeClock;
   /** Told when updateLast replaces a record under its id (the uplink sends it again). */
   private readonly supersedeListeners = new Set<(id: number) => void>();
@@ -166,7 +171,10 @@ export class ModelLog {
       throw new InvalidArgumentError(`model ${this.modelId}: at most ${MODEL_FIELDS_MAX} stored columns, adding these would make ${columns.names.length}`);
     }
     const layout = layoutOf(this.modelId, columns, visible);
-    if (columns !== this.columns) writeFieldsSync(this.c.dir, columns);
+    if (columns !== this.columns) {
+      writeFieldsSync(this.c.dir, columns);
+      this.summaryBooks.delete(this.gen);
+    }
     this.columns = columns;
     this.layout = layout;
     this.fieldIndex = new Map(layout.names.map((f, i) => [f, i]));
@@ -282,8 +290,12 @@ export class ModelLog {
   async page(q: PageQuery): Promise<PageResult> {
     const p = validatePage(q, this.layout);
     const g = this.gen;
-    const firstId = g.segments[0].firstId;
-    const lastId = newestRecordId(g.segments);
+    let firstId = g.segments[0].firstId;
+    let lastId = newestRecordId(g.segments);
+    if (q.fromMs !== undefined || q.toMs !== undefined) {
+      ({ firstId, lastId } = await this.idRangeOfTime(q));
+      if (this.gen !== g) return this.page(q);
+    }
     const total = Math.max(0, lastId - firstId + 1);
     const skip = (q.current - 1) * q.size;
     const lo = q.order === 'asc' ? firstId + skip : Math.max(firstId, lastId - skip - q.size + 1);
@@ -301,6 +313,40 @@ export class ModelLog {
     const records = recs.map((r) => toView(p, r.id, r.ts, decodeValues(r.payload)));
     if (q.order === 'desc') records.reverse();
     return { total, records };
+  }
+
+  /** The ids of the records whose create_at lies in [fromMs, toMs): a binary search (time-index.ts), never a scan. */
+  async idRangeOfTime(range: TimeRange): Promise<IdRange> {
+    const held = new HeldSegments(this.gen.segments);
+    try {
+      return await idRangeOf(this.c.io, held.segments, range, this.onLost);
+    } finally {
+      held.releaseAll();
+    }
+  }
+
+  /** Buckets of [fromMs, toMs) with per-field statistics, from the segment summaries (aggregate.ts). */
+  async aggregate(q: AggregateQuery): Promise<Bucket[]> {
+    bucketSpan(q);
+    const fieldIndexes = q.fields.map((name) => {
+      const i = this.fieldIndex.get(name);
+      if (i === undefined) throw new InvalidArgumentError(`aggregate: unknown field ${JSON.stringify(name)}`);
+      return this.layout.columns[i];
+    });
+    const g = this.gen;
+    let book = this.summaryBooks.get(g);
+    if (!book) {
+      // Summaries are kept per stored column: a column added later makes a new book (setFields).
+      book = new SummaryBook(this.c.io, this.c.dir, this.columns.names.length, this.onLost, () => this.gen === g && !this.closed);
+      this.summaryBooks.set(g, book);
+    }
+    const newest = g.lastValues === undefined ? undefined : { id: g.lastId, ts: g.lastTs, values: g.lastValues };
+    const held = new HeldSegments(g.segments);
+    try {
+      return await aggregate(this.c.io, held, book, fieldIndexes, q, newest, this.onLost);
+    } finally {
+      held.releaseAll();
+    }
   }
 
   latest(select?: readonly string[]): RecordView | undefined {

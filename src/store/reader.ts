@@ -137,7 +137,8 @@ export function planParts(segments: readonly Segment[], a: number, b: number): P
   return parts;
 }
 
-function walkFrames(buf: Buffer, lo: number, hi: number, out: StoredRecord[], lost: LostFn): void {
+/** Appends the newest valid frame of each id in [lo, hi] found in `buf` to `out`; bad frames are reported lost. */
+export function walkFrames(buf: Buffer, lo: number, hi: number, out: StoredRecord[], lost: LostFn): void {
   let off = 0;
   let lastSeen = lo - 1;
   while (off < buf.length) {

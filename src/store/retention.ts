@@ -7,6 +7,7 @@ import type { FileIo } from './file-io.js';
 import { indexName, newestRecordId, segmentName, type Segment } from './segment.js';
 import type { ManifestWriter } from './manifest.js';
 import { manifestOf } from './recovery.js';
+import { summaryName } from './summary-file.js';
 import type { RetentionLimits } from './types.js';
 
 export function totalBytes(segments: readonly Segment[]): number {
@@ -71,6 +72,7 @@ export async function applyRetention(
     head.file.retire();
     await io.remove(`${dir}/${segmentName(head.segNo)}`);
     await io.remove(`${dir}/${indexName(head.segNo)}`);
+    await io.remove(`${dir}/${summaryName(head.segNo)}`);
     removed++;
   }
   return removed;

@@ -63,6 +63,10 @@ export interface PageQuery {
   order: PageOrder;
   /** Field names to keep (`id`, `create_at` or attributes); undefined keeps all. */
   select?: readonly string[];
+  /** Only records with create_at >= fromMs (ms since the epoch); paging and total count those. */
+  fromMs?: number;
+  /** Only records with create_at < toMs. */
+  toMs?: number;
 }
 
 export interface PageResult {

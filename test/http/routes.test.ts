@@ -16,6 +16,9 @@ const HEALTH = 'public; metrics or admin token when a bearer token is sent';
 const EXPECTED: Record<string, string> = {
   'GET /api/v1/datacenter/queryDataList': DATA_SECRET,
   'GET /api/v1/datacenter/queryLastData': DATA_SECRET,
+  'GET /api/v1/datacenter/queryAggregate': DATA_SECRET,
+  'GET /api/v1/datacenter/queryLastDataBatch': DATA_SECRET,
+  'GET /api/v1/datacenter/stream': DATA_SECRET,
 
   'POST /api/v1/schema/create': ADMIN,
   'PUT /api/v1/schema/update': ADMIN,

@@ -32,4 +32,18 @@ describe('stored columns', () => {
     ]);
     await store.close();
   });
+
+  it('aggregates read the stored column of each field, also after a field moved in the model', async () => {
+    const store = await openStore(tmpDir());
+    const log = await store.openModel('m', { fields: ['a', 'b'], types: ['FLOAT', 'FLOAT'] });
+    for (let i = 1; i <= 10; i++) log.save({ a: i, b: 100 + i });
+    await log.aggregate({ fromMs: 0, toMs: Date.now() + 1000, intervalMs: 86_400_000 * 365, fields: ['a'] });
+    log.setFields({ fields: ['b', 'c'], types: ['FLOAT', 'FLOAT'], defaults: [0, 0] });
+    for (let i = 11; i <= 20; i++) log.save({ b: 100 + i, c: 1000 + i });
+    const [bucket] = await log.aggregate({ fromMs: 0, toMs: Date.now() + 1000, intervalMs: 86_400_000 * 365, fields: ['b', 'c'] });
+    expect(bucket.count).toBe(20);
+    expect(bucket.stats[0]).toMatchObject({ min: 101, max: 120 });
+    expect(bucket.stats[1]).toMatchObject({ min: 1011, max: 1020 });
+    await store.close();
+  });
 });

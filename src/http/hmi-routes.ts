@@ -1,0 +1,147 @@
+/**
+ * Dashboard reads behind the data secret (contract sections 10 and 12): queryAggregate (time buckets
+ * from the store's segment summaries) and queryLastDataBatch (the latest record of up to 100 models,
+ * from memory, no await).
+ */
+import { InvalidArgumentError } from '../errors.js';
+import type { Attribute, DataModel } from '../models/types.js';
+import { AGGREGATE_BUCKETS_MAX } from '../store/aggregate.js';
+import type { FieldStats } from '../store/stats-table.js';
+import type { RecordView } from '../store/types.js';
+import type { RegistryView } from './deps.js';
+import { formatRecord, spacedSeconds } from './format.js';
+import { badParameter, listParam, quote, required, selectFields, type QueryParams } from './params.js';
+import { publishedModel } from './query-routes.js';
+import { JSON_HEADERS, RawReply } from './reply.js';
+import type { Guard, Router } from './router.js';
+import { instant, intervalMs } from './time-params.js';
+
+export const AGGREGATE_FUNCTIONS = ['min', 'max', 'avg', 'sum', 'count', 'first', 'last'] as const;
+type AggregateFunction = (typeof AGGREGATE_FUNCTIONS)[number];
+const NUMERIC_ONLY = new Set<AggregateFunction>(['min', 'max', 'avg', 'sum']);
+const NUMERIC_TYPES = new Set(['INTEGER', 'FLOAT']);
+/** A bucket's own keys: an attribute of the same name would overwrite them. */
+const BUCKET_KEYS = new Set(['start', 'count']);
+export const BATCH_MODELS_MAX = 100;
+
+const ENVELOPE_HEADERS = Object.fromEntries(JSON_HEADERS);
+/**
+ * The JSON of a latest record, kept while the store hands out the same frozen view (until the model's
+ * next write): a page of tiles polls the same records many times, and serialising them was most of a
+ * batch call's cost.
+ */
+const latestJsonCache = new WeakMap<RecordView, string>();
+
+/**
+ * Whole answers of recent batch calls, by models and select: valid while every model hands out the same
+ * views, so a page of tiles polled faster than its models change costs 100 lookups, not a new body.
+ */
+const batchBodies = new Map<string, { records: Array<RecordView | undefined>; body: Buffer }>();
+const BATCH_BODIES_MAX = 64;
+
+function latestJson(record: RecordView): string {
+  let json = latestJsonCache.get(record);
+  if (json === undefined) {
+    json = JSON.stringify(formatRecord(record, spacedSeconds));
+    latestJsonCache.set(record, json);
+  }
+  return json;
+}
+
+function functions(query: QueryParams): AggregateFunction[] {
+  const names = listParam(query, 'fn').map((f) => f.toLowerCase());
+  for (const f of names) {
+    if (!(AGGREGATE_FUNCTIONS as readonly string[]).includes(f)) throw badParameter('fn', `a comma list of ${AGGREGATE_FUNCTIONS.join(', ')}`, f);
+  }
+  return names.length === 0 ? ['avg'] : (names as AggregateFunction[]);
+}
+
+/** The attributes to aggregate: `select`, or every INTEGER and FLOAT attribute. */
+function aggregateAttributes(query: QueryParams, model: DataModel, fns: readonly AggregateFunction[]): Attribute[] {
+  const names = selectFields(query, model);
+  const attrs =
+    names === undefined
+      ? model.attributes.filter((a) => NUMERIC_TYPES.has(a.type) && !BUCKET_KEYS.has(a.name))
+      : names.map((n) => {
+          const a = model.attributes.find((x) => x.name === n);
+          if (!a) throw new InvalidArgumentError(`parameter 'select' names ${quote(n)}: queryAggregate takes attributes only`);
+          if (BUCKET_KEYS.has(a.name)) {
+            throw new InvalidArgumentError(`parameter 'select' names ${quote(n)}, which is a key of every bucket (start, count): it cannot be aggregated`);
+          }
+          return a;
+        });
+  const numericFn = fns.find((f) => NUMERIC_ONLY.has(f));
+  const bad = numericFn === undefined ? undefined : attrs.find((a) => !NUMERIC_TYPES.has(a.type));
+  if (bad) {
+    throw new InvalidArgumentError(`parameter 'fn': ${numericFn} applies to INTEGER and FLOAT attributes only, and ${quote(bad.name)} is ${bad.type}`);
+  }
+  return attrs;
+}
+
+/** `2026-11-22T10:00:00Z`, with milliseconds only when the instant has some. */
+export function isoInstant(ms: number): string {
+  const iso = new Date(ms).toISOString();
+  return ms % 1000 === 0 ? `${iso.slice(0, -5)}Z` : iso;
+}
+
+function statsView(s: FieldStats, fns: readonly AggregateFunction[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  const none = s.n === 0;
+  for (const f of fns) {
+    if (f === 'count') out.count = s.n;
+    else if (f === 'avg') out.avg = none ? null : s.sum / s.n;
+    else if (f === 'first' || f === 'last') out[f] = none ? null : s[f];
+    else out[f] = none ? null : s[f];
+  }
+  return out;
+}
+
+export function addHmiRoutes(router: Router, registry: RegistryView, dataSecret: Guard): void {
+  router.group({ prefix: '/api/v1/datacenter', guard: dataSecret, cors: true }, (g) => {
+    g.get('/queryAggregate', async (ctx) => {
+      const query = ctx.query;
+      const uuid = required(query, 'uuid');
+      const fromMs = instant(query, 'from');
+      if (fromMs === undefined) throw new InvalidArgumentError(`missing parameter 'from'`);
+      const toMs = instant(query, 'to') ?? Date.now();
+      if (fromMs >= toMs) throw badParameter('from', `earlier than 'to' (${isoInstant(toMs)})`, query.get('from')?.[0] ?? '');
+      const interval = intervalMs(query);
+      const buckets = Math.floor((toMs - 1) / interval) - Math.floor(fromMs / interval) + 1;
+      if (buckets > AGGREGATE_BUCKETS_MAX) {
+        throw badParameter('interval', `wide enough for at most ${AGGREGATE_BUCKETS_MAX} buckets over [from, to) (this one makes ${buckets})`, query.get('interval')?.[0] ?? '');
+      }
+      const fns = functions(query);
+      const model = publishedModel(registry, uuid);
+      const attrs = aggregateAttributes(query, model, fns);
+      const result = await registry.log(uuid).aggregate({ fromMs, toMs, intervalMs: interval, fields: attrs.map((a) => a.name) });
+      return {
+        interval_ms: interval,
+        buckets: result.map((b) => {
+          const bucket: Record<string, unknown> = { start: isoInstant(b.startMs), count: b.count };
+          attrs.forEach((a, i) => (bucket[a.name] = statsView(b.stats[i], fns)));
+          return bucket;
+        }),
+      };
+    });
+
+    g.get('/queryLastDataBatch', (ctx) => {
+      const query = ctx.query;
+      const uuids = listParam(query, 'uuid');
+      if (uuids.length === 0) throw new InvalidArgumentError(`missing parameter 'uuid'`);
+      if (uuids.length > BATCH_MODELS_MAX) throw badParameter('uuid', `at most ${BATCH_MODELS_MAX} models`, `${uuids.length} models`);
+      const models = uuids.map((u) => publishedModel(registry, u));
+      const records = models.map((model) => registry.log(model.uuid).latest(selectFields(query, model)));
+      const key = `${uuids.join(',')}|${(query.get('select') ?? []).join(',')}`;
+      const cached = batchBodies.get(key);
+      if (cached && cached.records.every((r, i) => r === records[i])) return new RawReply(200, ENVELOPE_HEADERS, cached.body);
+      const parts = models.map((model, i) => {
+        const record = records[i];
+        return `${JSON.stringify(model.uuid)}:${record === undefined ? '{}' : latestJson(record)}`;
+      });
+      const body = Buffer.from(`{"code":200,"msg":"Success","data":{${parts.join(',')}}}`);
+      if (batchBodies.size >= BATCH_BODIES_MAX) batchBodies.delete(batchBodies.keys().next().value as string);
+      batchBodies.set(key, { records, body });
+      return new RawReply(200, ENVELOPE_HEADERS, body);
+    });
+  });
+}

@@ -1,0 +1,221 @@
+/**
+ * Aggregation into time buckets (contract 10) from the segment summaries: a block of records whose
+ * create_at all fall into one bucket is merged whole; a block that straddles a bucket edge (or `from` or
+ * `to`) is read and its records are placed one by one. So the cost is the number of blocks plus at most
+ * one block read per bucket edge, whatever the number of records; and the answer is exact, also after a
+ * clock step (placement never assumes sorted timestamps). A segment whose newest create_at is before
+ * `from`, or whose summary starts at or after `to`, is skipped.
+ */
+import fs from 'node:fs';
+import { decodeValues, readRange, walkFrames, type HeldSegments, type LostFn, type StoredRecord } from './reader.js';
+import type { Segment } from './segment.js';
+import type { FileIo } from './file-io.js';
+import { StatsTable, type FieldStats } from './stats-table.js';
+import { COARSE_BLOCKS, SegmentSummary, type SummaryBook } from './summaries.js';
+import { straddleCache, type DecodedBlock } from './straddle-cache.js';
+import { InvalidArgumentError } from '../errors.js';
+
+export const AGGREGATE_BUCKETS_MAX = 10_000;
+
+export interface AggregateQuery {
+  /** Inclusive, ms since the epoch. */
+  fromMs: number;
+  /** Exclusive. */
+  toMs: number;
+  /** Buckets start at multiples of this since the epoch. */
+  intervalMs: number;
+  /** Field names (attributes) to aggregate. */
+  fields: readonly string[];
+}
+
+export interface Bucket {
+  startMs: number;
+  /** Records in the bucket. */
+  count: number;
+  /** In the order of `fields`. */
+  stats: FieldStats[];
+}
+
+export interface NewestRecord {
+  id: number;
+  ts: number;
+  values: readonly unknown[];
+}
+
+/** Bucket index range of a query; throws when it is not one. */
+export function bucketSpan(q: AggregateQuery): { first: number; count: number } {
+  if (!Number.isFinite(q.fromMs) || !Number.isFinite(q.toMs) || q.fromMs >= q.toMs) {
+    throw new InvalidArgumentError(`aggregate: fromMs must be before toMs, got ${q.fromMs} and ${q.toMs}`);
+  }
+  if (!Number.isSafeInteger(q.intervalMs) || q.intervalMs < 1) throw new InvalidArgumentError(`aggregate: intervalMs must be an integer >= 1, got ${q.intervalMs}`);
+  const first = Math.floor(q.fromMs / q.intervalMs);
+  const count = Math.floor((q.toMs - 1) / q.intervalMs) - first + 1;
+  if (count > AGGREGATE_BUCKETS_MAX) {
+    throw new InvalidArgumentError(`aggregate: ${count} buckets of ${q.intervalMs} ms, more than ${AGGREGATE_BUCKETS_MAX}`);
+  }
+  return { first, count };
+}
+
+interface Straddle {
+  summary: SegmentSummary;
+  block: number;
+}
+
+/** Straddles read per bucket edge before this many yield to the event loop once. */
+const SYNC_READS_PER_TURN = 256;
+
+/**
+ * The records of each straddling block, decoded: from the straddle cache, else read. A sealed segment is
+ * whole on disk and (through the page cache) a few KiB read synchronously cost a few microseconds,
+ * against tens for a round trip through the thread pool, so its blocks are read synchronously,
+ * SYNC_READS_PER_TURN at a time; the active segment's go through readRange (part may still be in memory).
+ */
+async function readStraddles(
+  io: FileIo,
+  segments: readonly Segment[],
+  which: readonly number[],
+  summaries: readonly SegmentSummary[],
+  straddles: readonly Straddle[],
+  lost: LostFn,
+): Promise<DecodedBlock[]> {
+  const segOf = new Map<SegmentSummary, Segment>(summaries.map((s, i) => [s, segments[which[i]]]));
+  const out = new Array<DecodedBlock>(straddles.length);
+  const pending: Array<Promise<void>> = [];
+  let syncReads = 0;
+  for (let r = 0; r < straddles.length; r++) {
+    const { summary, block } = straddles[r];
+    const a = summary.blockFirstId(block);
+    const b = summary.blockLastId(block);
+    const cached = straddleCache.get(summary, block, b);
+    if (cached) {
+      out[r] = cached;
+      continue;
+    }
+    const keep = (recs: StoredRecord[]): void => {
+      out[r] = decoded(b, recs);
+      straddleCache.put(summary, block, out[r]);
+    };
+    const seg = segOf.get(summary) as Segment;
+    if (!seg.sealedOnDisk) {
+      pending.push(readRange(io, segments, a, b, lost).then(keep));
+      continue;
+    }
+    if (++syncReads % SYNC_READS_PER_TURN === 0) await new Promise((resolve) => setImmediate(resolve));
+    const [start, end] = seg.byteRange(a, b);
+    const buf = Buffer.allocUnsafe(end - start);
+    seg.file.useSync((fd) => readFullySync(fd, buf, start));
+    const recs: StoredRecord[] = [];
+    walkFrames(buf, a, b, recs, lost);
+    keep(recs);
+  }
+  await Promise.all(pending);
+  return out;
+}
+
+function decoded(lastId: number, recs: readonly StoredRecord[]): DecodedBlock {
+  return { lastId, ts: Float64Array.from(recs, (r) => r.ts), values: recs.map((r) => decodeValues(r.payload)) };
+}
+
+function readFullySync(fd: number, buf: Buffer, pos: number): void {
+  for (let done = 0; done < buf.length; ) {
+    const n = fs.readSync(fd, buf, done, buf.length - done, pos + done);
+    if (n <= 0) throw new Error(`store invariant violated: segment file shorter than its index (at ${pos + done})`);
+    done += n;
+  }
+}
+
+export async function aggregate(
+  io: FileIo,
+  held: HeldSegments,
+  book: SummaryBook,
+  fieldIndexes: readonly number[],
+  q: AggregateQuery,
+  newest: NewestRecord | undefined,
+  lost: LostFn,
+): Promise<Bucket[]> {
+  const span = bucketSpan(q);
+  const segments = held.segments;
+  const which: number[] = [];
+  for (let i = 0; i < segments.length; i++) if (segments[i].count > 0 && segments[i].maxTs >= q.fromMs) which.push(i);
+  const newestId = newest?.id ?? Number.MAX_SAFE_INTEGER;
+  const summaries = await book.ensure(held, which, newestId);
+
+  const { fromMs, toMs, intervalMs } = q;
+  // What to merge, in id order: per unit its summary, the unit (a block k >= 0, or coarse row j as
+  // -1 - j), and its bucket row when it lies whole in one bucket, else -1 - (its index in `straddles`).
+  const bySummary: number[] = [];
+  const units: number[] = [];
+  const rows: number[] = [];
+  const straddles: Straddle[] = [];
+  const whole = (lo: number, hi: number): number => {
+    const bucket = Math.floor(lo / intervalMs);
+    return lo >= fromMs && hi < toMs && bucket === Math.floor(hi / intervalMs) ? bucket - span.first : -1;
+  };
+  summaries.forEach((s, si) => {
+    if (s.tsMin >= toMs) return;
+    const { minTs, maxTs, records } = s;
+    const addBlocks = (from: number, to: number): void => {
+      for (let k = from; k < to; k++) {
+        if (records[k] === 0 || maxTs[k] < fromMs || minTs[k] >= toMs) continue;
+        bySummary.push(si);
+        units.push(k);
+        const row = whole(minTs[k], maxTs[k]);
+        if (row >= 0) rows.push(row);
+        else {
+          straddles.push({ summary: s, block: k });
+          rows.push(-straddles.length);
+        }
+      }
+    };
+    const coarseRows = s.coarse();
+    for (let j = 0; j < coarseRows; j++) {
+      const lo = s.coarseMinTs[j];
+      const hi = s.coarseMaxTs[j];
+      if (s.coarseRecords[j] === 0 || hi < fromMs || lo >= toMs) continue;
+      const row = whole(lo, hi);
+      if (row < 0) {
+        addBlocks(j * COARSE_BLOCKS, (j + 1) * COARSE_BLOCKS);
+        continue;
+      }
+      bySummary.push(si);
+      units.push(-1 - j);
+      rows.push(row);
+    }
+    addBlocks(coarseRows * COARSE_BLOCKS, s.blocks);
+  });
+  const reads = await readStraddles(io, segments, which, summaries, straddles, lost);
+
+  const acc = new StatsTable(fieldIndexes.length, span.count);
+  const counts = new Float64Array(span.count);
+  const place = (ts: number, values: readonly unknown[]): void => {
+    if (ts < fromMs || ts >= toMs) return;
+    const row = Math.floor(ts / intervalMs) - span.first;
+    counts[row]++;
+    for (let f = 0; f < fieldIndexes.length; f++) acc.add(row, f, values[fieldIndexes[f]]);
+  };
+  for (let b = 0; b < units.length; b++) {
+    const row = rows[b];
+    if (row < 0) {
+      const d = reads[-1 - row];
+      for (let i = 0; i < d.ts.length; i++) place(d.ts[i], d.values[i]);
+      continue;
+    }
+    const s = summaries[bySummary[b]];
+    const k = units[b];
+    const table = k >= 0 ? s.table : s.coarseTable;
+    const unitRow = k >= 0 ? k : -1 - k;
+    counts[row] += k >= 0 ? s.records[k] : s.coarseRecords[unitRow];
+    for (let f = 0; f < fieldIndexes.length; f++) acc.merge(row, f, table, unitRow, fieldIndexes[f]);
+  }
+  // A concurrent aggregation may have folded past this one's newest record (it was no longer the newest then).
+  if (newest !== undefined && !summaries.some((s) => s.coveredTo >= newest.id)) place(newest.ts, newest.values);
+
+  const out: Bucket[] = [];
+  for (let row = 0; row < span.count; row++) {
+    if (counts[row] === 0) continue;
+    const stats: FieldStats[] = [];
+    for (let f = 0; f < fieldIndexes.length; f++) stats.push(acc.get(row, f));
+    out.push({ startMs: (span.first + row) * intervalMs, count: counts[row], stats });
+  }
+  return out;
+}

@@ -1,0 +1,51 @@
+/**
+ * Decoded records of the summary blocks that straddled a bucket edge, kept for the next aggregation.
+ * Buckets are aligned to the epoch, so a chart refreshing the same interval meets the same edges in the
+ * same blocks: the refresh then reads and decodes nothing. A block's records never change once
+ * summarised (ids below the newest record are final), so an entry stays valid while its block's last
+ * covered id is the same. One cache for the process, bounded in blocks, least recently used first out.
+ */
+import type { SegmentSummary } from './summaries.js';
+
+export interface DecodedBlock {
+  lastId: number;
+  ts: Float64Array;
+  values: Array<readonly unknown[]>;
+}
+
+/** ~64 decoded records each: a few MiB at most. */
+export const STRADDLE_CACHE_BLOCKS = 2048;
+
+class StraddleCache {
+  private readonly byKey = new Map<SegmentSummary, Map<number, DecodedBlock>>();
+  /** Insertion order = recency; the value is the owning map and block number, to evict it. */
+  private readonly order = new Map<DecodedBlock, [Map<number, DecodedBlock>, number, SegmentSummary]>();
+
+  get(summary: SegmentSummary, block: number, lastId: number): DecodedBlock | undefined {
+    const e = this.byKey.get(summary)?.get(block);
+    if (e === undefined || e.lastId !== lastId) return undefined;
+    const where = this.order.get(e);
+    if (where) {
+      this.order.delete(e);
+      this.order.set(e, where);
+    }
+    return e;
+  }
+
+  put(summary: SegmentSummary, block: number, e: DecodedBlock): void {
+    let m = this.byKey.get(summary);
+    if (!m) this.byKey.set(summary, (m = new Map()));
+    const old = m.get(block);
+    if (old) this.order.delete(old);
+    m.set(block, e);
+    this.order.set(e, [m, block, summary]);
+    while (this.order.size > STRADDLE_CACHE_BLOCKS) {
+      const [oldest, [owner, k, s]] = this.order.entries().next().value as [DecodedBlock, [Map<number, DecodedBlock>, number, SegmentSummary]];
+      this.order.delete(oldest);
+      if (owner.get(k) === oldest) owner.delete(k);
+      if (owner.size === 0) this.byKey.delete(s);
+    }
+  }
+}
+
+export const straddleCache = new StraddleCache();

@@ -1,0 +1,198 @@
+/**
+ * Aggregation from segment summaries against a brute-force computation over every stored record
+ * (iterate), for random windows and intervals: across sealed and active segments, after update-last
+ * (also one that rolls a segment), retention, clear, corruption, a restart (summaries read back from
+ * their .sum files) and a damaged .sum file (rebuilt).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
+import { FIELDS, frameOffsets, openModel, openStore, rec, removeTmpDirs, segFiles, tmpDir } from './helpers.js';
+import type { ModelLog } from '../../src/store/model-log.js';
+import type { Bucket } from '../../src/store/aggregate.js';
+import { prng } from '../support/prng.js';
+
+afterAll(removeTmpDirs);
+afterEach(() => vi.useRealTimers());
+
+const T0 = Date.parse('2026-11-23T00:00:00Z');
+const AGG_FIELDS = ['temp', 'hum', 'status', 'ok'];
+
+function fill(log: ModelLog, n: number, stepMs: number, start = 0): void {
+  for (let i = start; i < start + n; i++) {
+    vi.setSystemTime(T0 + i * stepMs);
+    log.save(rec(i));
+  }
+}
+
+/** The same answer computed from every record. */
+async function bruteForce(log: ModelLog, fromMs: number, toMs: number, intervalMs: number): Promise<Bucket[]> {
+  const byStart = new Map<number, { count: number; values: unknown[][] }>();
+  for await (const r of log.iterate()) {
+    const ts = r.create_at as number;
+    if (ts < fromMs || ts >= toMs) continue;
+    const start = Math.floor(ts / intervalMs) * intervalMs;
+    let b = byStart.get(start);
+    if (!b) byStart.set(start, (b = { count: 0, values: AGG_FIELDS.map(() => []) }));
+    b.count++;
+    AGG_FIELDS.forEach((f, i) => {
+      if (r[f] !== null && r[f] !== undefined) b.values[i].push(r[f]);
+    });
+  }
+  return [...byStart.entries()]
+    .sort((a, b) => a[0] - b[0])
+    .map(([startMs, b]) => ({
+      startMs,
+      count: b.count,
+      stats: b.values.map((vs) => {
+        const nums = vs.map((v) => (typeof v === 'boolean' ? (v ? 1 : 0) : (v as number)));
+        const numeric = vs.every((v) => typeof v !== 'string');
+        return {
+          n: vs.length,
+          min: numeric ? Math.min(...nums) : NaN,
+          max: numeric ? Math.max(...nums) : NaN,
+          sum: numeric ? nums.reduce((x, y) => x + y, 0) : NaN,
+          first: vs[0] ?? null,
+          last: vs[vs.length - 1] ?? null,
+        };
+      }),
+    }));
+}
+
+function close(a: Bucket[], b: Bucket[]): void {
+  expect(a.map((x) => [x.startMs, x.count])).toEqual(b.map((x) => [x.startMs, x.count]));
+  a.forEach((x, i) =>
+    x.stats.forEach((s, f) => {
+      const want = b[i].stats[f];
+      expect({ ...s, sum: 0 }).toEqual({ ...want, sum: 0 });
+      if (Number.isNaN(want.sum)) expect(s.sum).toBeNaN();
+      else expect(s.sum).toBeCloseTo(want.sum, 6);
+    }),
+  );
+}
+
+async function checkRandom(log: ModelLog, seed: number, spanMs: number, rounds = 12): Promise<void> {
+  const rnd = prng(seed);
+  for (let k = 0; k < rounds; k++) {
+    const from = T0 - 5000 + Math.floor(rnd() * spanMs);
+    const to = from + 1 + Math.floor(rnd() * spanMs);
+    const interval = [1, 7, 250, 1000, 3333, 60_000][Math.floor(rnd() * 6)];
+    if ((to - from) / interval > 9000) continue;
+    const q = { fromMs: from, toMs: to, intervalMs: interval, fields: AGG_FIELDS };
+    close(await log.aggregate(q), await bruteForce(log, from, to, interval));
+  }
+}
+
+describe('aggregation from segment summaries', () => {
+  it('equals a brute-force computation across sealed and active segments, and grows with new records', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    const store = await openStore(tmpDir(), { segmentBytesMax: 8192 });
+    const log = await openModel(store);
+    fill(log, 1500, 137);
+    await log.durable();
+    expect(log.stats().segments).toBeGreaterThan(5);
+    await checkRandom(log, 1, 1500 * 137);
+    fill(log, 300, 137, 1500); // folded incrementally on the next call
+    await checkRandom(log, 2, 1800 * 137);
+    const all = await log.aggregate({ fromMs: T0, toMs: T0 + 86_400_000, intervalMs: 86_400_000, fields: ['seq'] });
+    expect(all).toEqual([{ startMs: T0, count: 1800, stats: [{ n: 1800, min: 0, max: 1799, sum: (1799 * 1800) / 2, first: 0, last: 1799 }] }]);
+    await store.close();
+  });
+
+  it('merges the coarse level (4,096 records) where a bucket holds it whole, and blocks around the edges', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    const store = await openStore(tmpDir(), { segmentBytesMax: 1024 * 1024 });
+    const log = await openModel(store);
+    fill(log, 30_000, 10);
+    await log.durable();
+    const rnd = prng(11);
+    for (let k = 0; k < 6; k++) {
+      const from = T0 - 1000 + Math.floor(rnd() * 100_000);
+      const to = from + 50_000 + Math.floor(rnd() * 250_000);
+      const interval = [41_000, 60_000, 100_000][k % 3];
+      close(await log.aggregate({ fromMs: from, toMs: to, intervalMs: interval, fields: AGG_FIELDS }), await bruteForce(log, from, to, interval));
+    }
+    await store.close();
+  });
+
+  it('follows update-last, also when it rolls the segment', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    const store = await openStore(tmpDir(), { segmentBytesMax: 2048 });
+    const log = await openModel(store);
+    fill(log, 100, 1000);
+    const q = { fromMs: T0, toMs: T0 + 200_000, intervalMs: 10_000, fields: ['seq'] };
+    expect((await log.aggregate(q)).at(-1)?.stats[0].last).toBe(99);
+    for (let i = 0; i < 40; i++) log.updateLast({ seq: 5000 + i });
+    const buckets = await log.aggregate(q);
+    expect(buckets.at(-1)?.stats[0]).toMatchObject({ n: 10, max: 5039, last: 5039 });
+    await checkRandom(log, 3, 100_000);
+    fill(log, 5, 1000, 100);
+    await checkRandom(log, 4, 105_000);
+    await store.close();
+  });
+
+  it('after retention, clear and corruption, and after a restart from the .sum files (a damaged one is rebuilt)', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    const dir = tmpDir();
+    let store = await openStore(dir, { segmentBytesMax: 4096 });
+    let log = await openModel(store);
+    fill(log, 600, 1000);
+    await log.durable();
+    await checkRandom(log, 5, 600_000, 4);
+    log.setRetention({ maxRecords: 300, maxBytes: 0, maxAgeMs: 0 });
+    await log.enforceRetention();
+    await checkRandom(log, 6, 600_000, 6);
+    await store.close();
+
+    const mdir = path.join(dir, 'm');
+    const sums = fs.readdirSync(mdir).filter((n) => n.endsWith('.sum'));
+    const segs = segFiles(mdir);
+    expect(sums.length).toBe(segs.length - 1); // every sealed segment, none of the removed ones
+    // Damage one summary and one record of a sealed segment.
+    const damaged = path.join(mdir, sums[0]);
+    const sb = fs.readFileSync(damaged);
+    sb[100] ^= 0xff;
+    fs.writeFileSync(damaged, sb);
+    const seg = path.join(mdir, segs[2]);
+    const b = fs.readFileSync(seg);
+    b[frameOffsets(seg)[5] + 30] ^= 0xff;
+    fs.writeFileSync(seg, b);
+
+    store = await openStore(dir, { segmentBytesMax: 4096 });
+    log = await openModel(store);
+    await checkRandom(log, 7, 600_000, 8);
+    const total = (await log.aggregate({ fromMs: T0, toMs: T0 + 700_000, intervalMs: 700_000, fields: [] }))[0].count;
+    expect(total).toBe(log.stats().total - 1); // the corrupt record is in neither
+    expect(fs.readFileSync(damaged).equals(sb)).toBe(false); // rebuilt
+
+    await log.clear();
+    expect(await log.aggregate({ fromMs: T0, toMs: T0 + 700_000, intervalMs: 1000, fields: ['temp'] })).toEqual([]);
+    fill(log, 3, 1000, 700);
+    close(await log.aggregate({ fromMs: T0, toMs: T0 + 800_000, intervalMs: 1000, fields: AGG_FIELDS }), await bruteForce(log, T0, T0 + 800_000, 1000));
+    await store.close();
+  });
+
+  it('places every record by its own time, also across a large backward clock step', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    const store = await openStore(tmpDir(), { segmentBytesMax: 4096, clockJumpMaxMs: 60_000 });
+    const log = await openModel(store);
+    fill(log, 200, 1000);
+    fill(log, 100, 1000, 100_000); // a clock far ahead
+    fill(log, 200, 1000, 300); // corrected
+    await checkRandom(log, 8, 600_000);
+    close(
+      await log.aggregate({ fromMs: T0, toMs: T0 + 200_000_000, intervalMs: 100_000, fields: AGG_FIELDS }),
+      await bruteForce(log, T0, T0 + 200_000_000, 100_000),
+    );
+    await store.close();
+  });
+
+  it('refuses unknown fields and more than 10,000 buckets', async () => {
+    const store = await openStore(tmpDir());
+    const log = await openModel(store);
+    await expect(log.aggregate({ fromMs: 0, toMs: 10, intervalMs: 1, fields: ['nope'] })).rejects.toThrow(/unknown field "nope"/);
+    await expect(log.aggregate({ fromMs: 0, toMs: 10_001, intervalMs: 1, fields: [] })).rejects.toThrow(/10001 buckets/);
+    expect(FIELDS).toContain('temp');
+    await store.close();
+  });
+});
