@@ -173,7 +173,7 @@ export function importSection(m, onImported) {
   return h('section', { class: 'panel', 'aria-labelledby': 'import-title' },
     h('h2', { id: 'import-title', text: 'Import' }),
     h('p', { class: 'hint' }, 'Appends the rows of an export file (CSV with its header row, or JSON Lines) with new ids, keeping their ',
-      h('code', { text: 'create_at' }), ', which must not be older than the newest record. All or nothing: a bad row is reported with its line and nothing is added. Writes to the model wait while it runs.'),
+      h('code', { text: 'create_at' }), ', which must not be older than the newest record. All or nothing: a bad row is reported with its line and nothing is added. While it runs, writes to the model are refused with 503 (senders retry).'),
     form, c.status.el);
 }
 
