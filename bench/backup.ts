@@ -25,6 +25,7 @@ async function open(dir: string) {
 }
 
 async function main(): Promise<void> {
+  const loadBefore = loadavg().map((l) => l.toFixed(1)).join(', ');
   const root = await mkdtemp(join(tmpdir(), 'edc-bench-backup-'));
   try {
     const source = await open(join(root, 'source'));
@@ -42,6 +43,7 @@ async function main(): Promise<void> {
     await log.durable();
 
     const file = join(root, 'bench.backup.jsonl');
+    const cpu0 = process.cpuUsage();
     const t0 = performance.now();
     const out = createWriteStream(file);
     for await (const chunk of new ModelTransfers(source.store, source.registry).backup(model.uuid).chunks) {
@@ -50,19 +52,24 @@ async function main(): Promise<void> {
     out.end();
     await once(out, 'close');
     const backupMs = performance.now() - t0;
+    const backupCpu = process.cpuUsage(cpu0);
     await source.store.close();
     const bytes = (await stat(file)).size;
 
     const target = await open(join(root, 'target'));
+    const cpu1 = process.cpuUsage();
     const t1 = performance.now();
     const result = await new ModelTransfers(target.store, target.registry).restore(createReadStream(file, { highWaterMark: 1024 * 1024 }), { replace: false });
     const restoreMs = performance.now() - t1;
+    const restoreCpu = process.cpuUsage(cpu1);
     if (result.records !== records) throw new Error(`restored ${result.records} of ${records} records`);
     await target.store.close();
 
     const figures: Figure[] = [
       { name: `backup, ${(records / 1e6).toFixed(1)}M records`, value: records / (backupMs / 1000), unit: 'rec/s', target: '>= 500,000 rec/s' },
       { name: `restore, ${(records / 1e6).toFixed(1)}M records`, value: records / (restoreMs / 1000), unit: 'rec/s', target: '>= 500,000 rec/s' },
+      { name: 'backup CPU per record', value: (backupCpu.user + backupCpu.system) / records, unit: 'µs' },
+      { name: 'restore CPU per record', value: (restoreCpu.user + restoreCpu.system) / records, unit: 'µs' },
       { name: 'backup file per record', value: bytes / records, unit: 'B' },
     ];
     printTable('backup and restore', figures);
@@ -76,7 +83,9 @@ async function main(): Promise<void> {
         'Backup: `ModelTransfers.backup` (as GET /api/v1/datacenter/backup and the CLI) to a file, timed until the file is closed.',
         'Restore: `ModelTransfers.restore` (as POST /api/v1/datacenter/restore and the CLI) from that file into an empty data',
         'directory, timed until the model is installed: staged, every segment fdatasync\'ed, swapped in, models.json written.',
-        `Load average when the run ended: ${loadavg().map((l) => l.toFixed(1)).join(', ')} (the machine's other users count: on a shared`,
+        '"CPU per record" is the whole process (main thread, libuv threads for file I/O), user + system: it does not',
+        'depend on what else runs on the machine; the rates do.',
+        `Load average before the run: ${loadBefore}; when it ended: ${loadavg().map((l) => l.toFixed(1)).join(', ')} (the machine's other users count: on a shared`,
         'machine the rates fall with the load; compare runs at a similar load).',
       ].join('\n'),
     );

@@ -3,7 +3,7 @@
  * the admin token: model list and layout, export, clear, and the data secret.
  */
 import type { Config } from '../config/types.js';
-import type { Attribute } from '../models/types.js';
+import type { Attribute, DataModel } from '../models/types.js';
 import type { Audit } from './audit.js';
 import type { RegistryView } from './deps.js';
 import { contentDisposition, exportChunks, exportContentType, exportFormat, formulaMode, pumpToSink } from './export.js';
@@ -33,11 +33,29 @@ export function ddlDetail(attributes: readonly Attribute[]): Array<Record<string
   ];
 }
 
+/**
+ * RHILEX's schemaDDLDefine (rhilex.md 2.3) reads its table's columns: `id` INTEGER, `create_at` (a
+ * DATETIME, reported as STRING), then one column per attribute. Our columns are the attributes' own
+ * types (GEO included, where RHILEX's GEO branch never matched), and `defaultValue` is what a record
+ * that never received the attribute reads: its typed default, not RHILEX's quoted `''`. A draft has
+ * no table yet, so `[]`, as RHILEX answers for a missing table.
+ */
+export function ddlDefine(model: DataModel): Array<{ name: string; type: string; defaultValue: unknown }> {
+  if (!model.published) return [];
+  return [
+    { name: 'id', type: 'INTEGER', defaultValue: 0 },
+    { name: 'create_at', type: 'STRING', defaultValue: '' },
+    ...model.attributes.map((a) => ({ name: a.name, type: a.type, defaultValue: a.rule.defaultValue })),
+  ];
+}
+
 export function addDatacenterRoutes(router: Router, registry: RegistryView, config: Config, admin: Guard, audit: Audit): void {
   router.group({ prefix: '/api/v1/datacenter', guard: admin }, (g) => {
     g.get('/listSchemaDDL', () => registry.list().map(modelView));
 
     g.get('/schemaDDLDetail', (ctx) => ddlDetail(registry.get(required(ctx.query, 'uuid')).attributes));
+
+    g.get('/schemaDDLDefine', (ctx) => ddlDefine(registry.get(required(ctx.query, 'uuid'))));
 
     g.get('/exportData', (ctx) => {
       const query = ctx.query;

@@ -3,6 +3,7 @@
  * behind the admin token. Creates return `data.uuid` plus the object; actions without a result return
  * `[]` as RHILEX does.
  */
+import type { AttributeFields } from '../models/attribute-input.js';
 import type { Audit } from './audit.js';
 import type { LogView, RegistryView } from './deps.js';
 import type { ModelLogStats, RecoveryFindings } from '../store/types.js';
@@ -96,13 +97,38 @@ export function addSchemaRoutes(router: Router, registry: RegistryView, admin: G
     g.get('/properties/detail', (ctx) => registry.getAttribute(required(ctx.query, 'uuid')));
 
     g.get('/getTemplates', () => registry.templates());
-    g.get('/getTemplateFields', (ctx) => registry.templateFields(optional(ctx.query, 'templateId') ?? required(ctx.query, 'templateId')));
+    g.get('/getTemplateFields', (ctx) => {
+      const templateId = optional(ctx.query, 'templateId');
+      return templateId === undefined ? templateCatalogue(registry) : registry.templateFields(templateId);
+    });
     g.post('/genTemplate', (ctx) => {
       const schemaUuid = optional(ctx.query, 'schemaId') ?? required(ctx.query, 'schemaId');
       const templateId = required(ctx.query, 'templateId');
       return registry.applyTemplate(schemaUuid, templateId);
     });
   });
+}
+
+/**
+ * Every template's fields in RHILEX's preview shape (contract 16), from exactly what genTemplate
+ * inserts; `comment` says what RHILEX's Chinese comment said: what the field holds, its unit and bounds.
+ */
+function templateCatalogue(registry: RegistryView): Record<string, Array<{ name: string; type: string; comment: string }>> {
+  const out: Record<string, Array<{ name: string; type: string; comment: string }>> = {};
+  for (const { value } of registry.templates()) {
+    out[value] = registry.templateFields(value).map((f) => ({ name: f.name, type: f.type, comment: templateComment(f) }));
+  }
+  return out;
+}
+
+function templateComment(f: AttributeFields): string {
+  const { label, unit, type, rule } = f;
+  const parts = [label];
+  if (unit !== '') parts.push(unit);
+  if ((type === 'INTEGER' || type === 'FLOAT') && rule.max > rule.min) parts.push(`${rule.min}..${rule.max}`);
+  if (type === 'STRING' && rule.max > 0) parts.push(`at most ${rule.max} bytes`);
+  if (type === 'BOOL' && rule.trueLabel !== '') parts.push(`${rule.trueLabel}/${rule.falseLabel}`);
+  return parts.join(', ');
 }
 
 /** The model's log, or undefined while it cannot be opened (its detail still answers). */

@@ -264,7 +264,14 @@ end
 
 function __check(env, need_success, need_failed)
   local actions = env.Actions
-  if type(actions) ~= 'table' or #actions == 0 then return "actions: 'Actions' must be a functions table" end
+  if actions == nil and type(env.Main) == 'function' then
+    -- A RHILEX applet (function Main(arg), no Actions): Main is the rule's one action.
+    actions = { env.Main }
+    env.Actions = actions
+  end
+  if type(actions) ~= 'table' or #actions == 0 then
+    return "actions: 'Actions' must be a functions table (or define function Main(arg), as a RHILEX applet does)"
+  end
   for i = 1, #actions do
     if type(actions[i]) ~= 'function' then return 'actions: Actions[' .. i .. '] is not a function' end
   end

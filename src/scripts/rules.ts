@@ -32,7 +32,7 @@ export function parseRuleFields(input: unknown, inendExists: (uuid: string) => b
     fromSource: pick('fromSource', (v) => parseFromSource(v, inendExists)),
     actions: pick('actions', (v) => {
       const text = optionalText(v, 'actions', SCRIPT_CHARS_MAX);
-      if (text.trim() === '') throw new InvalidArgumentError('actions must be a non-empty Lua script defining Actions');
+      if (text.trim() === '') throw new InvalidArgumentError('actions must be a non-empty Lua script defining Actions (or function Main(arg), a RHILEX applet)');
       return text;
     }),
     success: pick('success', (v) => optionalText(v, 'success', SCRIPT_CHARS_MAX)),

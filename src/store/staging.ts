@@ -40,6 +40,8 @@ export interface StagingConfig {
 export class StagingLog {
   private log: ModelLog | undefined;
   private sinceSettle = 0;
+  /** The writes of the last settled batch, until they are awaited. */
+  private written: Promise<void> | undefined;
   private done = false;
   /** Records appended so far. */
   count = 0;
@@ -59,11 +61,20 @@ export class StagingLog {
     return this.sinceSettle >= SETTLE_EVERY_RECORDS;
   }
 
-  /** Waits for the writer when it is due: constant memory for any size. */
+  /**
+   * Waits for the writer when it is due, but only for the writes of the batch before this one: the
+   * writer (libuv threads) writes one batch while the caller parses the next, and at most two batches
+   * are ever queued, so memory stays constant for any size.
+   */
   async settle(): Promise<void> {
     if (!this.due || this.log === undefined) return;
     this.sinceSettle = 0;
-    await this.log.durable();
+    const previous = this.written;
+    const now = this.log.durable();
+    // Awaited by the next settle or by commit; a rejection before then must not be an unhandled one.
+    now.catch(() => {});
+    this.written = now;
+    await previous;
   }
 
   /**
@@ -72,6 +83,7 @@ export class StagingLog {
    */
   async commit(marker: unknown): Promise<string> {
     const log = this.log ?? this.open(1);
+    await this.written;
     this.done = true;
     await log.close();
     await writeFileAtomic(path.join(this.c.dir, RESTORE_MARKER), JSON.stringify(marker));

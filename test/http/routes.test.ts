@@ -40,6 +40,7 @@ const EXPECTED: Record<string, string> = {
 
   'GET /api/v1/datacenter/listSchemaDDL': ADMIN,
   'GET /api/v1/datacenter/schemaDDLDetail': ADMIN,
+  'GET /api/v1/datacenter/schemaDDLDefine': ADMIN,
   'GET /api/v1/datacenter/exportData': ADMIN,
   'DELETE /api/v1/datacenter/clearSchemaData': ADMIN,
   'GET /api/v1/datacenter/backup': ADMIN,

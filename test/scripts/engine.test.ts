@@ -157,7 +157,7 @@ Actions = {
     );
     await expect(h.engine.updateRule({ uuid: rule, actions: broken })).rejects.toBeInstanceOf(InvalidArgumentError);
     expect(await h.engine.validate({ actions: broken })).toEqual({ ok: false, error: "actions: line 3: syntax error near 'x'", line: 3 });
-    expect(await h.engine.validate({ actions: 'Actions = 1' })).toEqual({ ok: false, error: "actions: 'Actions' must be a functions table" });
+    expect(await h.engine.validate({ actions: 'Actions = 1' })).toEqual({ ok: false, error: "actions: 'Actions' must be a functions table (or define function Main(arg), as a RHILEX applet does)" });
     expect(await h.engine.validate({ actions: 'Actions = { function() end }', success: 'x = 1' })).toMatchObject({ ok: false, error: "success: 'Success' callback function missed" });
     expect(await h.engine.validate('Actions = { function() end }')).toEqual({ ok: true });
     await expect(h.engine.createRule({ name: '', actions: 'x' })).rejects.toThrow('name must be a non-empty string, got ""');

@@ -4,6 +4,7 @@ import { ApiError, get, getSecret, rawFetch, del, messageOf } from './api.js';
 import { notify, confirmDialog, statusLine } from './ui.js';
 import { NUMERIC } from './state.js';
 import { loadUPlot } from './chart.js';
+import { importSection } from './transfers.js';
 
 /**
  * The data secret as a request header. Never in the URL: proxies, browser history and server logs keep
@@ -119,7 +120,8 @@ export function renderDataTab(ctx, body, m) {
         h('div', { class: 'field inline' }, h('label', { for: 'export-format', text: 'Format' }), fmtSel), exportBtn, cancelExport, progress),
       progressText,
       h('p', { class: 'hint' }, 'Clear ', h('strong', { text: 'physically deletes every stored record' }), ' of this model; it cannot be undone, so export first.'),
-      h('div', { class: 'actions left' }, clearBtn)));
+      h('div', { class: 'actions left' }, clearBtn)),
+    importSection(m, () => { st.current = 1; load(); }));
 
   // --- behaviour
   let seq = 0;

@@ -6,6 +6,7 @@ import { state, loadModels, reloadModel, findModel, removeModel } from './state.
 import { renderDataTab } from './data.js';
 import { renderRequestTab, renderScriptTab } from './request.js';
 import { renderStorageTab } from './storage.js';
+import { restoreForm } from './transfers.js';
 
 export const TYPES = ['INTEGER', 'FLOAT', 'BOOL', 'STRING', 'GEO'];
 const NAME_RE = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
@@ -28,7 +29,11 @@ export function renderModelsHome({ main }) {
       h('h2', { text: 'Working order' }),
       h('ol', { class: 'steps' }, steps.map(([t, d, href]) => h('li', {},
         href ? h('a', { href, text: t }) : h('strong', { text: t }), ` — ${d}`))),
-      h('p', {}, h('a', { class: 'button primary', href: '#/models/new', text: '+ New model' }))));
+      h('p', {}, h('a', { class: 'button primary', href: '#/models/new', text: '+ New model' }))),
+    h('section', { class: 'panel', 'aria-labelledby': 'home-restore-title' },
+      h('h2', { id: 'home-restore-title', text: 'Restore a model from a backup' }),
+      h('p', { class: 'hint', text: 'A backup file (from a model\'s Storage tab, here or on another gateway) brings back the model with its attributes, ids and records.' }),
+      restoreForm()));
 }
 
 // ---------------------------------------------------------------------------------------------------

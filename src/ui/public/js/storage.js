@@ -1,7 +1,10 @@
-// The Storage tab of a model: what it holds, the disk it lives on, and its own retention (contract 14).
+// The Storage tab of a model: what it holds, the disk it lives on, its own retention (contract 14), and
+// its backup and restore (contract 15, transfers.js).
 import { h, mount, field, setFieldError, fmtBytes, fmtLocal } from './dom.js';
 import { get, put, messageOf } from './api.js';
-import { statusLine, busy } from './ui.js';
+import { statusLine, busy, notify } from './ui.js';
+import { backupPanel } from './transfers.js';
+import { reloadModel } from './state.js';
 
 const LIMITS = [
   ['maxRecords', 'Keep at most (records)', 'records'],
@@ -69,7 +72,16 @@ export async function renderStorageTab(body, m) {
       status.ok(`Saved. Applied: ${LIMITS.map(([key, , unit]) => limitText(r.effective[key], unit)).join(', ')}.`);
     }, status);
   });
+  // A restore of this very model may change its attributes and figures: show them afresh, and the
+  // outcome as a notice (the panel's own line goes with the old view).
+  const onRestored = async (r, message) => {
+    if (r.uuid !== m.uuid) return;
+    await reloadModel(m.uuid).catch(() => {});
+    notify(message, 'ok');
+    window.dispatchEvent(new HashChangeEvent('hashchange'));
+  };
   mount(body,
     h('section', { class: 'panel', 'aria-labelledby': 'usage-title' }, h('h2', { id: 'usage-title', text: 'Usage' }), usage, diskLine(d.disk)),
-    form);
+    form,
+    backupPanel(m, d.usage ? d.usage.records : 0, onRestored));
 }
