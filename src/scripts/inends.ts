@@ -17,6 +17,7 @@ const DESCRIPTION_CHARS_MAX = 2000;
 const SIMULATOR_TAGS_MAX = 256;
 const SIMULATOR_INTERVAL_MS_MAX = 3_600_000;
 const SIMULATOR_PAYLOADS_PER_TICK_MAX = 10_000;
+const SIMULATOR_DECIMALS_MAX = 6;
 
 /** What inends.json holds per input: the public fields and, for HTTP, the token's hash. */
 interface StoredInend extends Inend {
@@ -73,7 +74,11 @@ export function parseSimulatorConfig(value: unknown): SimulatorConfig {
     if (typeof tag.max !== 'number' || !Number.isFinite(tag.max) || tag.max < tag.min) {
       throw new InvalidArgumentError(mustBe(`config.tags[${i}].max`, `a number at least min (${tag.min})`, tag.max));
     }
-    return { tag: tag.tag, min: tag.min, max: tag.max };
+    if (tag.decimals === undefined) return { tag: tag.tag, min: tag.min, max: tag.max };
+    if (typeof tag.decimals !== 'number' || !Number.isInteger(tag.decimals) || tag.decimals < 0 || tag.decimals > SIMULATOR_DECIMALS_MAX) {
+      throw new InvalidArgumentError(mustBe(`config.tags[${i}].decimals`, `an integer in ${range(0, SIMULATOR_DECIMALS_MAX)}`, tag.decimals));
+    }
+    return { tag: tag.tag, min: tag.min, max: tag.max, decimals: tag.decimals };
   });
   return { intervalMs, payloadsPerTick, tags };
 }

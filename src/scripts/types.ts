@@ -25,6 +25,8 @@ export interface SimulatorTag {
   tag: string;
   min: number;
   max: number;
+  /** Decimal places of the values, 0..6; absent: 2. 0 gives whole numbers (an INTEGER attribute refuses fractions). */
+  decimals?: number;
 }
 
 export interface SimulatorConfig {

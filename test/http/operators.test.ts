@@ -199,3 +199,30 @@ describe('POST /api/v1/inends/rotateToken', () => {
     expect((await call(base, `/api/v1/inends/rotateToken?uuid=${inend}`, { method: 'POST', token })).status).toBe(401);
   });
 });
+
+describe('simulator tags', () => {
+  it('decimals: 0 gives whole numbers an INTEGER attribute takes, within min..max', async () => {
+    const counter = (await call(base, '/api/v1/schema/create', { method: 'POST', body: { name: 'counter' } })).body.data.uuid;
+    await call(base, '/api/v1/schema/properties/create', { method: 'POST', body: { schemaId: counter, name: 'n', type: 'INTEGER', rule: { min: 0, max: 3 } } });
+    await call(base, `/api/v1/schema/publish?uuid=${counter}`, { method: 'POST' });
+    const sim = await call(base, '/api/v1/inends/create', {
+      method: 'POST',
+      body: { name: 'counting sim', type: 'SIMULATOR', config: { intervalMs: 10, tags: [{ tag: 'n', min: 0, max: 3, decimals: 0 }] } },
+    });
+    expect(sim.status, sim.text).toBe(200);
+    const actions = `Actions = { function(args)
+  local row = json:J2T(args)[1]
+  local err = rds:Save("${counter}", { n = row.value })
+  if err ~= nil then Throw(err) end
+  return true, args
+end }`;
+    await call(base, '/api/v1/rules/create', { method: 'POST', body: { name: 'count', fromSource: [sim.body.data.uuid], actions } });
+    await expect.poll(async () => (await call(base, `/api/v1/inends/stats?uuid=${sim.body.data.uuid}`)).body.data.accepted, { timeout: 10_000 }).toBeGreaterThanOrEqual(10);
+    expect((await call(base, `/api/v1/inends/stats?uuid=${sim.body.data.uuid}`)).body.data.failed).toBe(0);
+    const bad = await call(base, '/api/v1/inends/create', {
+      method: 'POST',
+      body: { name: 'bad', type: 'SIMULATOR', config: { intervalMs: 10, tags: [{ tag: 'n', min: 0, max: 3, decimals: 1.5 }] } },
+    });
+    expect(bad.body.msg).toBe('config.tags[0].decimals must be an integer in 0..6, got 1.5');
+  });
+});
