@@ -8,7 +8,39 @@ import cliProgress from 'cli-progress';
 import type { Config } from './config/types.js';
 import { ModelTransfers } from './models/backup.js';
 import { importFormat } from './models/import-rows.js';
+import { NotFoundError, StateError } from './errors.js';
 import { openData } from './server.js';
+
+/** What each offline command does over HTTP while the service runs. */
+const ONLINE_ALTERNATIVE: Record<OfflineCommand, string> = {
+  export: 'GET /api/v1/datacenter/exportData',
+  backup: 'GET /api/v1/datacenter/backup',
+  restore: 'POST /api/v1/datacenter/restore',
+  import: 'POST /api/v1/datacenter/importData',
+};
+export type OfflineCommand = 'export' | 'backup' | 'restore' | 'import';
+
+/**
+ * Opens the store for a command that reads or writes it directly. The running service holds the data
+ * directory's lock (src/store/dir-lock.ts): say that the service is to be stopped, or the HTTP API used.
+ */
+export async function openOffline(config: Config, command: OfflineCommand): ReturnType<typeof openData> {
+  try {
+    return await openData(config);
+  } catch (err) {
+    if (err instanceof StateError && / is in use by /.test(err.message)) {
+      const held = err.message.replace(/; stop it first$/, '');
+      throw new StateError(`${held}: ${command} works on the store directly; stop the service first or use the HTTP API (${ONLINE_ALTERNATIVE[command]})`);
+    }
+    throw err;
+  }
+}
+
+/** A model the command names but the data directory lacks: name the directory (the wrong --config is the usual cause). */
+export function modelNotFoundIn(err: unknown, dataDir: string): unknown {
+  if (!(err instanceof NotFoundError) || !/^model /.test(err.message)) return err;
+  return new NotFoundError(`${err.message} in data directory ${dataDir} (give the service's configuration file with --config)`);
+}
 
 function bar(label: string, unit: string): cliProgress.SingleBar {
   return new cliProgress.SingleBar(
@@ -36,17 +68,19 @@ async function* inputChunks(file: string | undefined, label: string): AsyncGener
   }
 }
 
-async function withTransfers<T>(config: Config, run: (t: ModelTransfers) => Promise<T>): Promise<T> {
-  const { store, registry } = await openData(config);
+async function withTransfers<T>(config: Config, command: OfflineCommand, run: (t: ModelTransfers) => Promise<T>): Promise<T> {
+  const { store, registry } = await openOffline(config, command);
   try {
     return await run(new ModelTransfers(store, registry));
+  } catch (err) {
+    throw modelNotFoundIn(err, config.main.dataDir);
   } finally {
     await store.close();
   }
 }
 
 export async function backupCommand(config: Config, uuid: string, outFile: string | undefined): Promise<void> {
-  await withTransfers(config, async (transfers) => {
+  await withTransfers(config, 'backup', async (transfers) => {
     const progress = bar('backup', 'records');
     let total = 0;
     const { chunks } = transfers.backup(uuid, { onRecords: (n) => progress.update(n) });
@@ -75,12 +109,12 @@ export async function backupCommand(config: Config, uuid: string, outFile: strin
 }
 
 export async function restoreCommand(config: Config, inFile: string | undefined, replace: boolean): Promise<void> {
-  const result = await withTransfers(config, (t) => t.restore(inputChunks(inFile, 'restore'), { replace }));
+  const result = await withTransfers(config, 'restore', (t) => t.restore(inputChunks(inFile, 'restore'), { replace }));
   process.stderr.write(`restored ${result.records} records of model ${result.name} (${result.uuid}); the next id is ${result.nextId}\n`);
 }
 
 export async function importCommand(config: Config, uuid: string, format: string | undefined, inFile: string | undefined): Promise<void> {
-  const result = await withTransfers(config, (t) => t.importData(uuid, importFormat(format), inputChunks(inFile, 'import')));
+  const result = await withTransfers(config, 'import', (t) => t.importData(uuid, importFormat(format), inputChunks(inFile, 'import')));
   const ids = result.firstId === null ? '' : `, ids ${result.firstId}..${result.lastId}`;
   process.stderr.write(`imported ${result.imported} records into model ${result.name} (${result.uuid})${ids}\n`);
 }

@@ -15,9 +15,9 @@ import { pino, type Logger } from 'pino';
 import { defaultConfigText, loadConfig, type LoadedConfig } from './config/index.js';
 import { EdgeError, ListenError, UsageError } from './errors.js';
 import { exportChunks, exportFormat, formulaMode } from './http/export.js';
-import { backupCommand, importCommand, restoreCommand } from './cli-transfers.js';
+import { backupCommand, importCommand, modelNotFoundIn, openOffline, restoreCommand } from './cli-transfers.js';
 import { hostPort, SERVICE_VERSION } from './http/server.js';
-import { openData, startService, type RunningService } from './server.js';
+import { startService, type RunningService } from './server.js';
 
 const USAGE = `Usage:
   edge-datacenter [serve] [--config FILE]
@@ -25,7 +25,8 @@ const USAGE = `Usage:
       ./data is used; the first start generates the query secret and admin token there.
   edge-datacenter export --model UUID [--format csv|jsonl|xlsx] [--formulas escape|raw] [--out FILE] [--from ID] [--to ID] [--config FILE]
       Write a model's records in id order to FILE (default: standard output), reading the store
-      directly. Stop the service first, or use GET /api/v1/datacenter/exportData while it runs.
+      directly. Stop the service first, or use GET /api/v1/datacenter/exportData while it runs
+      (export, backup, restore and import say so when the service holds the data directory).
       CSV prefixes ' to STRING values a spreadsheet would run as formulas; --formulas raw keeps them.
   edge-datacenter backup --model UUID [--out FILE] [--config FILE]
       Write a model's backup (NDJSON: its definition, then every record with its id and create_at)
@@ -37,7 +38,7 @@ const USAGE = `Usage:
       Append the rows of an export file to a model with new ids, keeping create_at. All or nothing; offline.
   edge-datacenter config --print-defaults
       Print the commented default configuration file.
-  edge-datacenter --help | --version
+  edge-datacenter help | --help | --version
 `;
 
 function parse(argv: string[]) {
@@ -145,10 +146,19 @@ async function exportCommand(parsed: Parsed): Promise<void> {
   const formulas = formulaMode(parsed.values.formulas);
   const fromId = idOption(parsed, 'from');
   const toId = idOption(parsed, 'to');
+  // As the HTTP export answers 400 (parameter 'from' must be at most 'to').
+  if (fromId !== undefined && toId !== undefined && fromId > toId) {
+    throw new UsageError(`--from must be at most --to (${toId}), got ${fromId}`);
+  }
   const { loaded } = await load(parsed.values.config);
-  const { store, registry } = await openData(loaded.config);
+  const { store, registry } = await openOffline(loaded.config, 'export');
   try {
-    const model = registry.get(uuid);
+    let model;
+    try {
+      model = registry.get(uuid);
+    } catch (err) {
+      throw modelNotFoundIn(err, loaded.config.main.dataDir);
+    }
     const log = registry.log(uuid);
     const stats = log.stats();
     const first = Math.max(fromId ?? stats.firstId, stats.firstId);
@@ -193,7 +203,7 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`${(err as Error).message}\n\n${USAGE}`);
     return 2;
   }
-  if (parsed.values.help) {
+  if (parsed.values.help || (parsed.positionals[0] === 'help' && parsed.positionals.length === 1)) {
     process.stdout.write(USAGE);
     return 0;
   }

@@ -30,6 +30,7 @@ export type AuditAction =
   | 'rule.delete'
   | 'inend.create'
   | 'inend.delete'
+  | 'inend.rotate-token'
   | 'secret.read';
 
 export interface AuditObject {

@@ -8,6 +8,7 @@ import type { EngineView } from './deps.js';
 import { badParameter, required } from './params.js';
 import { withUuid } from './format.js';
 import { jsonBody, utf8Body } from './body.js';
+import { splitPayloads } from '../scripts/payloads.js';
 import type { RequestCtx } from './request.js';
 import type { Guard, Router } from './router.js';
 
@@ -21,14 +22,7 @@ function waitParam(ctx: RequestCtx): boolean {
 
 /** Splits a push body into payloads: NDJSON gives one per non-blank line, anything else one in all. */
 export function pushPayloads(ctx: RequestCtx): string[] {
-  const text = utf8Body(ctx, 'push body');
-  const type = (ctx.header('content-type') ?? '').toLowerCase();
-  const lines = type.startsWith('application/x-ndjson') || type.startsWith('application/jsonl');
-  const payloads = lines
-    ? text.split('\n').map((l) => (l.endsWith('\r') ? l.slice(0, -1) : l)).filter((l) => l.trim().length > 0)
-    : text.trim().length > 0
-      ? [text]
-      : [];
+  const payloads = splitPayloads(utf8Body(ctx, 'push body'), ctx.header('content-type') ?? '');
   if (payloads.length === 0) throw new InvalidArgumentError('push body is empty: send one payload (or NDJSON lines)');
   return payloads;
 }
@@ -37,6 +31,7 @@ export function addScriptRoutes(router: Router, engine: EngineView, guards: { ad
   router.group({ prefix: '/api/v1/inends', guard: guards.admin }, (g) => {
     g.get('/list', () => engine.listInends());
     g.get('/detail', (ctx) => engine.getInend(required(ctx.query, 'uuid')));
+    g.get('/stats', (ctx) => engine.inendStats(required(ctx.query, 'uuid')));
     g.post('/create', async (ctx) => {
       const { inend, token } = await engine.createInend(jsonBody(ctx));
       audit.event('inend.create', ctx, { type: 'inend', name: inend.name, uuid: inend.uuid });
@@ -45,6 +40,11 @@ export function addScriptRoutes(router: Router, engine: EngineView, guards: { ad
       return view;
     });
     g.put('/update', (ctx) => engine.updateInend(jsonBody(ctx)));
+    g.post('/rotateToken', async (ctx) => {
+      const { inend, token } = await engine.rotateToken(required(ctx.query, 'uuid'));
+      audit.event('inend.rotate-token', ctx, { type: 'inend', name: inend.name, uuid: inend.uuid });
+      return { ...withUuid(inend), token };
+    });
     g.delete('/del', async (ctx) => {
       const uuid = required(ctx.query, 'uuid');
       const inend = engine.getInend(uuid);
@@ -93,6 +93,7 @@ export function addScriptRoutes(router: Router, engine: EngineView, guards: { ad
       return [];
     });
     g.post('/validate', (ctx) => engine.validate(jsonBody(ctx)));
+    g.post('/dryRun', (ctx) => engine.dryRun(jsonBody(ctx)));
     g.get('/stats', (ctx) => engine.ruleStats(required(ctx.query, 'uuid')));
   });
 }

@@ -9,6 +9,7 @@
 import { InvalidArgumentError, StateError } from '../errors.js';
 import type { ModelLog, ModelSpec, Store } from '../store/index.js';
 import { lineBatches } from '../util/lines.js';
+import { named } from '../util/messages.js';
 import { backupModel, headerLine, parseHeader, RecordLineChunker, RecordLineReader } from './backup-format.js';
 import { importRows, type ImportFormat } from './import-rows.js';
 import type { ModelRegistry } from './registry.js';
@@ -204,13 +205,13 @@ export class ModelTransfers {
   private checkRestorable(model: DataModel, replace: boolean): void {
     const models = this.registry.list();
     if (!replace && models.some((m) => m.uuid === model.uuid)) {
-      throw new StateError(`model ${model.uuid} exists: restore with replace=true to replace it and its records`);
+      throw new StateError(`model ${named(model.name, model.uuid)} exists: restore with replace=true to replace it and its records`);
     }
     const mine = new Set(model.attributes.map((a) => a.uuid));
     for (const other of models) {
       if (other.uuid === model.uuid) continue;
       const clash = other.attributes.find((a) => mine.has(a.uuid));
-      if (clash) throw new StateError(`attribute ${clash.uuid} of the backup belongs to model ${other.uuid} here: delete that model first`);
+      if (clash) throw new StateError(`attribute ${named(clash.name, clash.uuid)} of the backup belongs to model ${named(other.name, other.uuid)} here: delete that model first`);
     }
   }
 

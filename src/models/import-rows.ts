@@ -5,7 +5,7 @@
  */
 import { InvalidArgumentError } from '../errors.js';
 import type { LineBatch } from '../util/lines.js';
-import { describeValue } from '../util/messages.js';
+import { describeValue, named } from '../util/messages.js';
 import { checkValue } from './record-check.js';
 import type { Attribute, DataModel } from './types.js';
 
@@ -74,7 +74,7 @@ function jsonRows(model: DataModel): RowReader {
     for (const key in input) {
       if (key === 'id' || key === 'create_at') continue;
       const attribute = byName.get(key);
-      if (attribute === undefined) throw new InvalidArgumentError(`line ${lineNo}: unknown attribute '${key}' for model ${model.uuid}`);
+      if (attribute === undefined) throw new InvalidArgumentError(`line ${lineNo}: unknown attribute '${key}' for model ${named(model.name, model.uuid)}`);
       record[key] = checked(attribute, input[key], lineNo);
     }
     if (input.create_at === undefined) throw new InvalidArgumentError(`line ${lineNo}: create_at is missing`);
@@ -107,7 +107,7 @@ function csvRows(model: DataModel): RowReader {
       columns = fields.map((name, i) => {
         if (name === 'id' || name === 'create_at') return name;
         const attribute = byName.get(name);
-        if (attribute === undefined) throw new InvalidArgumentError(`line ${startLine}: column ${i + 1} '${name}' is not an attribute of model ${model.uuid}`);
+        if (attribute === undefined) throw new InvalidArgumentError(`line ${startLine}: column ${i + 1} '${name}' is not an attribute of model ${named(model.name, model.uuid)}`);
         return attribute;
       });
       if (new Set(fields).size !== fields.length) throw new InvalidArgumentError(`line ${startLine}: a column is named twice`);

@@ -3,7 +3,7 @@
  * synchronous, on plain data only: it also runs inside the script worker threads on a cloned model.
  * The error strings are what Lua receives; keep them short and stable (docs/models.md lists them).
  */
-import { describeValue, range } from '../util/messages.js';
+import { describeValue, named, range } from '../util/messages.js';
 import type { Attribute, DataModel, RecordCheck } from './types.js';
 
 const RESERVED_KEYS = new Set(['id', 'create_at']);
@@ -14,9 +14,9 @@ const GEO_PART = /^[+-]?(\d+(\.\d+)?|\.\d+)$/;
  * returns only the given attributes, in model order. The first problem found is reported.
  */
 export function checkRecord(model: DataModel, input: Record<string, unknown>, mode: 'save' | 'update'): RecordCheck {
-  if (!model.published) return fail(`model ${model.uuid} is not published`);
+  if (!model.published) return fail(`model ${named(model.name, model.uuid)} is not published`);
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-    return fail(`record for model ${model.uuid} must be a table, got ${typeName(input)}`);
+    return fail(`record for model ${named(model.name, model.uuid)} must be a table, got ${typeName(input)}`);
   }
   const given = new Map<string, unknown>();
   for (const [key, value] of Object.entries(input)) {
@@ -24,7 +24,7 @@ export function checkRecord(model: DataModel, input: Record<string, unknown>, mo
     if (value === undefined) continue;
     if (RESERVED_KEYS.has(key)) return fail(`key '${key}' is set by the store and cannot be written`);
     const attribute = model.attributes.find((a) => a.name === key);
-    if (!attribute) return fail(`unknown attribute '${key}' for model ${model.uuid}`);
+    if (!attribute) return fail(`unknown attribute '${key}' for model ${named(model.name, model.uuid)}`);
     const checked = checkValue(attribute, value);
     if ('error' in checked) return fail(checked.error);
     given.set(key, checked.value);

@@ -11,7 +11,7 @@ import type { ModelLog, ModelSpec, RetentionLimits, Store } from '../store/index
 import { effectiveRetention, parseRetention } from './retention-input.js';
 import { existsSync } from 'node:fs';
 import { SerialQueue, mkdirDurable } from '../util/atomic-file.js';
-import { describeValue, mustBe, oneOf } from '../util/messages.js';
+import { describeValue, mustBe, oneOf, named } from '../util/messages.js';
 import {
   parseAttributeFields,
   parseModelDescription,
@@ -142,9 +142,9 @@ export class ModelRegistry {
   publish(uuid: string): Promise<DataModel> {
     return this.change(async () => {
       const model = this.get(uuid);
-      if (model.published) throw new StateError(`model ${model.uuid} is already published`);
+      if (model.published) throw new StateError(`model ${named(model.name, model.uuid)} is already published`);
       if (model.attributes.length === 0) {
-        throw new InvalidArgumentError(`model ${model.uuid} needs at least one attribute to be published`);
+        throw new InvalidArgumentError(`model ${named(model.name, model.uuid)} needs at least one attribute to be published`);
       }
       // A draft holds no data; dropping first clears whatever an interrupted fix or publish left.
       await this.dropData(model.uuid);
@@ -160,7 +160,7 @@ export class ModelRegistry {
       const model = this.get(uuid);
       if (confirm !== true) {
         throw new InvalidArgumentError(
-          `${mustBe('confirm', 'true', confirm)}: fix deletes every record of model ${model.uuid}`,
+          `${mustBe('confirm', 'true', confirm)}: fix deletes every record of model ${named(model.name, model.uuid)}`,
         );
       }
       const draft = deepFreeze({ ...model, published: false });
@@ -203,7 +203,7 @@ export class ModelRegistry {
       const fields = parseAttributeFields(body, current);
       if (model.published && (fields.name !== current.name || fields.type !== current.type)) {
         throw new StateError(
-          `attribute ${current.uuid} of published model ${model.uuid}: its name and type cannot change (stored values are kept by ` +
+          `attribute ${named(current.name, current.uuid)} of published model ${named(model.name, model.uuid)}: its name and type cannot change (stored values are kept by ` +
             'name and type); add a new attribute instead, or fix the model back to draft',
         );
       }
@@ -221,7 +221,7 @@ export class ModelRegistry {
       const attribute = this.getAttribute(uuid);
       const model = this.get(attribute.schemaId);
       if (model.published && model.attributes.length === 1) {
-        throw new StateError(`model ${model.uuid} is published and ${attribute.name} is its last attribute: a published model keeps at least one`);
+        throw new StateError(`model ${named(model.name, model.uuid)} is published and ${attribute.name} is its last attribute: a published model keeps at least one`);
       }
       // Published: the stored values stay in their column and come back if the attribute is added again.
       const changed = { ...model, attributes: model.attributes.filter((a) => a.uuid !== attribute.uuid) };
@@ -294,7 +294,7 @@ export class ModelRegistry {
   installRestored(model: DataModel): Promise<DataModel> {
     return this.change(async () => {
       this.logs.delete(model.uuid);
-      this.closedModels.set(model.uuid, `model ${model.uuid} is being restored; retry in a moment`);
+      this.closedModels.set(model.uuid, `model ${named(model.name, model.uuid)} is being restored; retry in a moment`);
       await this.store.adoptReady(model.uuid);
       const stored = await this.record(model);
       try {
@@ -329,7 +329,7 @@ export class ModelRegistry {
     const reason = this.closedModels.get(model.uuid);
     if (reason !== undefined) throw new UnavailableError(reason, 60);
     const log = this.logs.get(model.uuid);
-    if (!model.published || !log) throw new StateError(`model ${model.uuid} is not published`);
+    if (!model.published || !log) throw new StateError(`model ${named(model.name, model.uuid)} is not published`);
     return log;
   }
 
@@ -405,7 +405,7 @@ export class ModelRegistry {
   private draft(uuid: string): DataModel {
     const model = this.get(uuid);
     if (model.published) {
-      throw new StateError(`model ${model.uuid} is published; its attributes cannot change (fix returns it to draft)`);
+      throw new StateError(`model ${named(model.name, model.uuid)} is published; its attributes cannot change (fix returns it to draft)`);
     }
     return model;
   }
@@ -419,7 +419,7 @@ export class ModelRegistry {
 function assertRoom(model: DataModel, adding: number): void {
   if (model.attributes.length + adding > ATTRIBUTES_MAX) {
     throw new InvalidArgumentError(
-      `model ${model.uuid} can hold at most ${ATTRIBUTES_MAX} attributes (has ${model.attributes.length}, adding ${adding})`,
+      `model ${named(model.name, model.uuid)} can hold at most ${ATTRIBUTES_MAX} attributes (has ${model.attributes.length}, adding ${adding})`,
     );
   }
 }
@@ -432,8 +432,8 @@ function assertNamesFree(model: DataModel, names: string[], except?: string, sou
   const list = clashes.map((n) => `"${n}"`).join(', ');
   throw new InvalidArgumentError(
     source
-      ? `${source} clashes with existing attributes of model ${model.uuid}: ${list} (names are case-insensitive); nothing was added`
-      : `attribute name ${list} is already used in model ${model.uuid} (names are case-insensitive)`,
+      ? `${source} clashes with existing attributes of model ${named(model.name, model.uuid)}: ${list} (names are case-insensitive); nothing was added`
+      : `attribute name ${list} is already used in model ${named(model.name, model.uuid)} (names are case-insensitive)`,
   );
 }
 

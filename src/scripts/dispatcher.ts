@@ -8,6 +8,8 @@ import { InvalidArgumentError, StoreReadOnlyError, UnavailableError, WorkerLostE
 import type { ScriptPool } from './pool.js';
 import type { RuleStatsBook } from './stats.js';
 import { RepeatFilter, capMessage } from './repeat-filter.js';
+import { InputCounters } from './input-stats.js';
+import { named } from '../util/messages.js';
 import { unpackResult, type BatchResult, type RuleScripts, type RunTask } from './protocol.js';
 import type { LogFn, ModelSource, PushResult, RecordLog } from './types.js';
 
@@ -43,6 +45,9 @@ export interface DispatcherDeps {
   models: ModelSource;
   stats: RuleStatsBook;
   rulesFor(inendUuid: string): RuleScripts[];
+  /** Messages for people name rules and inputs by name and uuid (contract 18). */
+  ruleName(ruleUuid: string): string | undefined;
+  inendName(inendUuid: string): string | undefined;
   taskContext(): TaskContext;
   log?: LogFn;
 }
@@ -125,6 +130,8 @@ export class InputDispatcher {
   /** Models this input's rules have written to: a push is refused up front while one is read-only. */
   private readonly targetModels = new Set<string>();
   private readonly repeats = new RepeatFilter();
+  /** Health for the lists of the UI (inends/stats). */
+  readonly counters = new InputCounters();
 
   constructor(private readonly deps: DispatcherDeps) {}
 
@@ -138,15 +145,26 @@ export class InputDispatcher {
     if (payloads.length === 0) return Promise.resolve({ accepted: 0, failed: 0, errors: [], durable: true });
     this.refuseWhileReadOnly();
     if (payloads.length > queueMax) {
-      throw new InvalidArgumentError(`payloads: at most ${queueMax} per push for input ${inendUuid}, got ${payloads.length}`);
+      throw new InvalidArgumentError(`payloads: at most ${queueMax} per push for input ${this.inputLabel()}, got ${payloads.length}`);
     }
     if (this.queue.length + payloads.length > queueMax) {
-      throw new UnavailableError(`input ${inendUuid} queue is full (${this.queue.length} of ${queueMax} payloads waiting), retry later`, 1);
+      throw new UnavailableError(`input ${this.inputLabel()} queue is full (${this.queue.length} of ${queueMax} payloads waiting), retry later`, 1);
     }
+    this.counters.received();
     const ticket = new PushTicket(payloads.length, options.waitDurable === true);
     payloads.forEach((payload, index) => this.queue.push({ payload, ticket, index }));
     this.schedulePump();
     return ticket.done;
+  }
+
+  /** Log lines carry the names beside the uuids (an operator reads names). */
+  private logNames(ruleUuid: string): Record<string, string> {
+    const { inendUuid, ruleName, inendName } = this.deps;
+    return { rule: ruleUuid, ruleName: ruleName(ruleUuid) ?? '', inend: inendUuid, inendName: inendName(inendUuid) ?? '' };
+  }
+
+  private inputLabel(): string {
+    return named(this.deps.inendName(this.deps.inendUuid), this.deps.inendUuid);
   }
 
   /** Throws StoreReadOnlyError (503) while a model this input writes to is read-only: nothing is accepted. */
@@ -167,6 +185,7 @@ export class InputDispatcher {
   offer(payloads: string[]): number {
     const room = Math.max(0, this.deps.queueMax - this.queue.length);
     const taken = payloads.slice(0, room);
+    if (payloads.length > 0) this.counters.received();
     for (const payload of taken) this.queue.push({ payload, index: 0 });
     if (taken.length > 0) this.schedulePump();
     return taken.length;
@@ -291,11 +310,12 @@ export class InputDispatcher {
 
   /** Appends the batch's records; returns each payload's first error and the logs to wait for. */
   private apply(batch: Batch, result: BatchResult): Applied {
-    const { stats, log, models, inendUuid } = this.deps;
+    const { stats, log, models } = this.deps;
     const failures = new Map<number, string>();
     const readOnly = new Map<number, string>();
     const fail = (payload: number, ruleUuid: string, message: string, line?: number): void => {
-      if (!failures.has(payload)) failures.set(payload, `rule ${ruleUuid}: ${line !== undefined ? `line ${line}: ` : ''}${message}`);
+      if (failures.has(payload)) return;
+      failures.set(payload, `rule ${named(this.deps.ruleName(ruleUuid), ruleUuid)}: ${line !== undefined ? `line ${line}: ` : ''}${message}`);
     };
     result.summaries.forEach((summary, r) => stats.addSummary(batch.rules[r].uuid, summary));
     for (const raw of result.errors) {
@@ -306,9 +326,9 @@ export class InputDispatcher {
       const admitted = this.repeats.admit(rule, e.message);
       if (admitted === undefined) continue;
       const repeated = admitted.repeats > 0 ? { repeatedSinceLastLine: admitted.repeats } : {};
-      log?.('warn', { rule, inend: inendUuid, ...(e.line !== undefined ? { line: e.line } : {}), ...repeated }, e.message);
+      log?.('warn', { ...this.logNames(rule), ...(e.line !== undefined ? { line: e.line } : {}), ...repeated }, e.message);
     }
-    for (const d of result.debug) log?.('info', { rule: batch.rules[d.rule].uuid, inend: inendUuid }, d.message);
+    for (const d of result.debug) log?.('info', this.logNames(batch.rules[d.rule].uuid), d.message);
     // The store turned read-only after this push was admitted: rds refused these payloads' records in the
     // worker (whatever the script did with the error). Not stored, and the push must answer 503.
     for (const p of result.readOnlyPayloads ?? []) {
@@ -338,7 +358,7 @@ export class InputDispatcher {
         stats.reclassifyAsFailure(rule, message);
         fail(op.payload, rule, message);
         if (err instanceof StoreReadOnlyError && !readOnly.has(op.payload)) readOnly.set(op.payload, message);
-        log?.('warn', { rule, inend: inendUuid, model: op.modelId }, message);
+        log?.('warn', { ...this.logNames(rule), model: op.modelId }, message);
       }
     }
     return { failures, readOnly, touched };
@@ -356,6 +376,7 @@ export class InputDispatcher {
     const mustSync = (p: number): boolean => waits(p) || (targetsOf.get(p) ?? []).some((t) => t.durability === 'always');
     const settleEntry = (p: number, onDisk: boolean): void => {
       const entry = batch.entries[p];
+      this.counters.settled(failures.get(p));
       entry.ticket?.settle(entry.index, failures.get(p), readOnly.get(p), onDisk);
     };
     batch.entries.forEach((_, p) => {

@@ -5,14 +5,17 @@
 import type { Config } from '../config/types.js';
 import { InvalidArgumentError, NotFoundError, StateError, UnavailableError } from '../errors.js';
 import { InputDispatcher, type PushOptions, type TaskContext } from './dispatcher.js';
+import { DryRunner, type DryRunResult } from './dry-run.js';
 import { InendBook, parseSimulatorConfig } from './inends.js';
+import { InputCounters } from './input-stats.js';
 import { ScriptPool } from './pool.js';
 import { parseRuleFields, RuleBook, type RuleFields } from './rules.js';
 import { Simulator } from './simulator.js';
 import { RuleStatsBook } from './stats.js';
 import { optionalText, requireBody } from './metadata-file.js';
 import { mkdirDurable } from '../util/atomic-file.js';
-import { toLogFn, type Inend, type LevelLogger, type LogFn, type ModelSource, type PushResult, type Rule, type RuleStats, type ValidationResult } from './types.js';
+import { named } from '../util/messages.js';
+import { toLogFn, type Inend, type LevelLogger, type LogFn, type ModelSource, type InputStats, type PushResult, type Rule, type RuleStats, type ValidationResult } from './types.js';
 
 export interface ScriptEngineOptions {
   dataDir: string;
@@ -31,6 +34,7 @@ export class ScriptEngine {
   private unsubscribe: () => void;
   private closed = false;
   private readonly log: LogFn | undefined;
+  private readonly dryRunner: DryRunner;
 
   private constructor(
     private readonly opts: ScriptEngineOptions,
@@ -40,6 +44,7 @@ export class ScriptEngine {
   ) {
     this.unsubscribe = opts.registry.onChange(() => this.modelsVersion++);
     this.log = toLogFn(opts.log);
+    this.dryRunner = new DryRunner({ pool, queueMax: opts.config.queueMax, taskContext: () => this.taskContext() });
   }
 
   static async open(opts: ScriptEngineOptions): Promise<ScriptEngine> {
@@ -85,6 +90,12 @@ export class ScriptEngine {
     return this.pool.compile({ kind: 'compile', actions: text('actions'), success: text('success'), failed: text('failed') });
   }
 
+  /** Runs scripts on a payload as a rule would and answers the records instead of storing them (dry-run.ts). */
+  dryRun(input: unknown): Promise<DryRunResult> {
+    if (this.closed) throw new UnavailableError('the service is shutting down: try again once it is back', 5);
+    return this.dryRunner.run(input);
+  }
+
   ruleStats(uuid: string): RuleStats {
     this.rules.get(uuid);
     return this.stats.get(uuid);
@@ -114,12 +125,22 @@ export class ScriptEngine {
     return inend;
   }
 
+  /** A new push token for an HTTP input; the old one is refused from now on. */
+  rotateToken(uuid: unknown): Promise<{ inend: Inend; token: string }> {
+    return this.inends.rotateToken(uuid);
+  }
+
   /** Refused while a rule reads the input; waits for its queued payloads to finish. */
   async deleteInend(uuid: string): Promise<void> {
     await this.inends.delete(uuid, (id) => {
       const readers = this.rules.readers(id);
       if (readers.length > 0) {
-        throw new StateError(`input ${id} is read by rule ${readers.map((r) => r.uuid).join(', ')}; remove it from fromSource first`);
+        const input = named(this.inends.nameOf(id), id);
+        const list = readers.map((r) => named(r.name, r.uuid)).join(', ');
+        throw new StateError(
+          `input ${input} is read by ${readers.length === 1 ? 'rule' : 'rules'} ${list}: the input is not deleted; ` +
+            'remove it from the fromSource of each rule (or delete the rules) first',
+        );
       }
     });
     this.stopSimulator(uuid);
@@ -149,6 +170,13 @@ export class ScriptEngine {
   faults(): string[] {
     const recent = this.pool.recentFaults();
     return recent.length === 0 ? [] : [`rules failed for a worker fault ${recent.length} times in the last minute: ${recent[recent.length - 1]}`];
+  }
+
+  /** The input's health since the start: last payload, counts, queue depth, last failure. */
+  inendStats(uuid: string): InputStats {
+    const inend = this.inends.get(uuid);
+    const dispatcher = this.dispatchers.get(inend.uuid);
+    return dispatcher ? dispatcher.counters.view(inend.uuid, dispatcher.queued) : new InputCounters().view(inend.uuid, 0);
   }
 
   /** Payloads waiting per input (for metrics). */
@@ -184,6 +212,8 @@ export class ScriptEngine {
         models: this.opts.registry,
         stats: this.stats,
         rulesFor: (id) => this.rules.scriptsFor(id),
+        ruleName: (id) => this.rules.nameOf(id),
+        inendName: (id) => this.inends.nameOf(id),
         taskContext: () => this.taskContext(),
         log: this.log,
       }),

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { AuthError, InvalidArgumentError, NotFoundError } from '../errors.js';
 import { newUniqueId } from '../models/ids.js';
 import { SerialQueue } from '../util/atomic-file.js';
-import { describeValue, mustBe, oneOf, range } from '../util/messages.js';
+import { describeValue, mustBe, named, oneOf, range } from '../util/messages.js';
 import { optionalText, readList, requireBody, requireName, requireUuid, writeList } from './metadata-file.js';
 import { INEND_TYPES, type Inend, type InendType, type SimulatorConfig } from './types.js';
 
@@ -17,6 +17,7 @@ const DESCRIPTION_CHARS_MAX = 2000;
 const SIMULATOR_TAGS_MAX = 256;
 const SIMULATOR_INTERVAL_MS_MAX = 3_600_000;
 const SIMULATOR_PAYLOADS_PER_TICK_MAX = 10_000;
+const SIMULATOR_DECIMALS_MAX = 6;
 
 /** What inends.json holds per input: the public fields and, for HTTP, the token's hash. */
 interface StoredInend extends Inend {
@@ -32,7 +33,7 @@ export function parseInendFields(input: unknown, current?: Inend): InendFields {
     current && body.description === undefined ? current.description : optionalText(body.description, 'description', DESCRIPTION_CHARS_MAX);
   let type: InendType;
   if (current) {
-    if (body.type !== undefined && body.type !== current.type) throw new InvalidArgumentError(`type cannot change: input ${current.uuid} is ${current.type}, got ${describeValue(body.type)}`);
+    if (body.type !== undefined && body.type !== current.type) throw new InvalidArgumentError(`type cannot change: input ${named(current.name, current.uuid)} is ${current.type}, got ${describeValue(body.type)}`);
     type = current.type;
   } else {
     if (!INEND_TYPES.includes(body.type as InendType)) throw new InvalidArgumentError(mustBe('type', oneOf(INEND_TYPES), body.type));
@@ -73,7 +74,11 @@ export function parseSimulatorConfig(value: unknown): SimulatorConfig {
     if (typeof tag.max !== 'number' || !Number.isFinite(tag.max) || tag.max < tag.min) {
       throw new InvalidArgumentError(mustBe(`config.tags[${i}].max`, `a number at least min (${tag.min})`, tag.max));
     }
-    return { tag: tag.tag, min: tag.min, max: tag.max };
+    if (tag.decimals === undefined) return { tag: tag.tag, min: tag.min, max: tag.max };
+    if (typeof tag.decimals !== 'number' || !Number.isInteger(tag.decimals) || tag.decimals < 0 || tag.decimals > SIMULATOR_DECIMALS_MAX) {
+      throw new InvalidArgumentError(mustBe(`config.tags[${i}].decimals`, `an integer in ${range(0, SIMULATOR_DECIMALS_MAX)}`, tag.decimals));
+    }
+    return { tag: tag.tag, min: tag.min, max: tag.max, decimals: tag.decimals };
   });
   return { intervalMs, payloadsPerTick, tags };
 }
@@ -98,6 +103,10 @@ export class InendBook {
     return publicView(this.find(requireUuid(uuid)));
   }
 
+  nameOf(uuid: string): string | undefined {
+    return this.inends.find((i) => i.uuid === uuid)?.name;
+  }
+
   has(uuid: string): boolean {
     return this.inends.some((i) => i.uuid === uuid);
   }
@@ -116,7 +125,7 @@ export class InendBook {
   create(input: unknown): Promise<{ inend: Inend; token?: string }> {
     return this.writes.run(async () => {
       const fields = parseInendFields(input);
-      const token = fields.type === 'HTTP' ? randomBytes(24).toString('base64url') : undefined;
+      const token = fields.type === 'HTTP' ? newPushToken() : undefined;
       const stored: StoredInend = {
         uuid: newUniqueId('INEND', (id) => this.has(id)),
         ...fields,
@@ -134,6 +143,24 @@ export class InendBook {
       const stored: StoredInend = { ...current, ...parseInendFields(input, publicView(current)) };
       await this.commit(this.inends.map((i) => (i === current ? stored : i)));
       return publicView(stored);
+    });
+  }
+
+  /**
+   * A new push token for an HTTP input. The old one is refused from the moment the new hash is on disk
+   * and in memory (authenticate reads the hash in memory on every push); a push already authenticated
+   * finishes.
+   */
+  rotateToken(uuid: unknown): Promise<{ inend: Inend; token: string }> {
+    return this.writes.run(async () => {
+      const current = this.find(requireUuid(uuid));
+      if (current.type !== 'HTTP') {
+        throw new InvalidArgumentError(`input ${current.name} (${current.uuid}) is a ${current.type} input: only HTTP inputs have a push token`);
+      }
+      const token = newPushToken();
+      const stored: StoredInend = { ...current, tokenSha256: sha256(token).toString('hex') };
+      await this.commit(this.inends.map((i) => (i === current ? stored : i)));
+      return { inend: publicView(stored), token };
     });
   }
 
@@ -156,6 +183,11 @@ export class InendBook {
     await writeList(this.path, 'inends', inends);
     this.inends = inends;
   }
+}
+
+/** 24 random bytes: 192 bits, as base64url (32 characters) for a header or a URL. */
+function newPushToken(): string {
+  return randomBytes(24).toString('base64url');
 }
 
 function publicView(stored: StoredInend): Inend {

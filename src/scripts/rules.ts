@@ -30,14 +30,21 @@ export function parseRuleFields(input: unknown, inendExists: (uuid: string) => b
     name: pick('name', (v) => requireName(v)),
     description: pick('description', (v) => optionalText(v, 'description', DESCRIPTION_CHARS_MAX)),
     fromSource: pick('fromSource', (v) => parseFromSource(v, inendExists)),
-    actions: pick('actions', (v) => {
-      const text = optionalText(v, 'actions', SCRIPT_CHARS_MAX);
-      if (text.trim() === '') throw new InvalidArgumentError('actions must be a non-empty Lua script defining Actions (or function Main(arg), a RHILEX applet)');
-      return text;
-    }),
-    success: pick('success', (v) => optionalText(v, 'success', SCRIPT_CHARS_MAX)),
-    failed: pick('failed', (v) => optionalText(v, 'failed', SCRIPT_CHARS_MAX)),
+    actions: pick('actions', parseActions),
+    success: pick('success', (v) => parseCallback(v, 'success')),
+    failed: pick('failed', (v) => parseCallback(v, 'failed')),
   };
+}
+
+export function parseActions(value: unknown): string {
+  const text = optionalText(value, 'actions', SCRIPT_CHARS_MAX);
+  if (text.trim() === '') throw new InvalidArgumentError('actions must be a non-empty Lua script defining Actions (or function Main(arg), a RHILEX applet)');
+  return text;
+}
+
+/** The Success or Failed script; absent means empty. */
+export function parseCallback(value: unknown, field: 'success' | 'failed'): string {
+  return optionalText(value, field, SCRIPT_CHARS_MAX);
 }
 
 function parseFromSource(value: unknown, inendExists: (uuid: string) => boolean): string[] {
@@ -85,6 +92,10 @@ export class RuleBook {
   /** The rules reading an input, in creation order, as workers compile them. */
   scriptsFor(inendUuid: string): RuleScripts[] {
     return this.readers(inendUuid).map((r) => ({ uuid: r.uuid, version: this.versions.get(r.uuid) ?? 0, actions: r.actions, success: r.success, failed: r.failed }));
+  }
+
+  nameOf(uuid: string): string | undefined {
+    return this.rules.find((r) => r.uuid === uuid)?.name;
   }
 
   ids(): string[] {

@@ -3,14 +3,23 @@
  * on a timer, for demos and benchmarks. A sample that finds its input's queue full is dropped and
  * counted: a simulator has nobody to answer 503 to.
  */
-import type { SimulatorConfig } from './types.js';
+import type { SimulatorConfig, SimulatorTag } from './types.js';
 
 /** Returns how many of the payloads the queue took. */
 export type PayloadSink = (payloads: string[]) => number;
 
+/** Decimal places of a simulated value when a tag does not say (0 gives whole numbers, for INTEGER attributes). */
+export const SIMULATOR_DECIMALS_DEFAULT = 2;
+
+/** A value in [min, max] with the tag's decimal places; rounding never leaves the bounds. */
+export function simulatedValue(tag: SimulatorTag, random: () => number = Math.random): number {
+  const scale = 10 ** (tag.decimals ?? SIMULATOR_DECIMALS_DEFAULT);
+  const value = Math.round((tag.min + (tag.max - tag.min) * random()) * scale) / scale;
+  return Math.min(tag.max, Math.max(tag.min, value));
+}
+
 export function simulatedPayload(config: SimulatorConfig, random: () => number = Math.random): string {
-  const rows = config.tags.map(({ tag, min, max }) => ({ tag, value: Math.round((min + (max - min) * random()) * 100) / 100 }));
-  return JSON.stringify(rows);
+  return JSON.stringify(config.tags.map((tag) => ({ tag: tag.tag, value: simulatedValue(tag, random) })));
 }
 
 export class Simulator {

@@ -41,6 +41,7 @@ export function quantileMs(histogram: readonly number[], q: number): number {
 class RuleCounters {
   invocations = 0;
   failures = 0;
+  lastRunAtMs: number | null = null;
   readonly histogram = newHistogram();
   readonly lastErrors: RuleError[] = [];
 
@@ -62,8 +63,9 @@ export class RuleStatsBook {
     return c;
   }
 
-  addSummary(uuid: string, summary: RuleRunSummary): void {
+  addSummary(uuid: string, summary: RuleRunSummary, atMs = Date.now()): void {
     const c = this.counters(uuid);
+    if (summary.invocations > 0) c.lastRunAtMs = atMs;
     c.invocations += summary.invocations;
     c.failures += summary.failures;
     for (let i = 0; i < c.histogram.length; i++) c.histogram[i] += summary.histogram[i] ?? 0;
@@ -86,7 +88,8 @@ export class RuleStatsBook {
     const c = this.counters(uuid);
     c.invocations++;
     c.failures++;
-    c.addError({ message, atMs: Date.now() });
+    c.lastRunAtMs = Date.now();
+    c.addError({ message, atMs: c.lastRunAtMs });
   }
 
   forget(uuid: string): void {
@@ -103,6 +106,7 @@ export class RuleStatsBook {
       lastErrors: c.lastErrors.map((e) => ({ ...e })),
       p50Ms: quantileMs(c.histogram, 0.5),
       p99Ms: quantileMs(c.histogram, 0.99),
+      lastRunAtMs: c.lastRunAtMs,
     };
   }
 }

@@ -25,6 +25,8 @@ export interface SimulatorTag {
   tag: string;
   min: number;
   max: number;
+  /** Decimal places of the values, 0..6; absent: 2. 0 gives whole numbers (an INTEGER attribute refuses fractions). */
+  decimals?: number;
 }
 
 export interface SimulatorConfig {
@@ -85,6 +87,22 @@ export interface RuleStats {
   /** Upper bounds of the histogram buckets holding the median and the 99th percentile; 0 before any run. */
   p50Ms: number;
   p99Ms: number;
+  /** When the rule last ran on a payload; null before the first. */
+  lastRunAtMs: number | null;
+}
+
+/** An input's health since the service started (`GET /api/v1/inends/stats`). */
+export interface InputStats {
+  uuid: string;
+  /** When a payload last arrived (pushed or simulated); null before the first. */
+  lastPayloadAtMs: number | null;
+  /** Payloads every rule ran on without an error, their records stored. */
+  accepted: number;
+  /** Payloads that failed in a rule or in the store. */
+  failed: number;
+  /** Payloads waiting in the input's queue now. */
+  queued: number;
+  lastError: { message: string; atMs: number } | null;
 }
 
 export interface ValidationResult {

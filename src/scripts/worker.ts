@@ -5,6 +5,7 @@
  */
 import { workerData } from 'node:worker_threads';
 import { checkRecord } from '../models/record-check.js';
+import { named } from '../util/messages.js';
 import type { DataModel } from '../models/types.js';
 import { INVOKE_ERROR, INVOKE_TIMEOUT, type LibHost } from './lua-libs.js';
 import { LuaSandbox, type SandboxLimits } from './lua-sandbox.js';
@@ -54,7 +55,7 @@ class InvocationContext implements LibHost {
     if (!check.ok) return check.error;
     if (this.readOnly.has(uuid)) {
       this.readOnlyPayloads.add(this.payload);
-      return `store read-only for model ${uuid}`;
+      return `store read-only for model ${named(model.name, uuid)}`;
     }
     if (++this.recordsThisInvocation > RECORDS_PER_INVOCATION_MAX) {
       return `too many records in one invocation (at most ${RECORDS_PER_INVOCATION_MAX})`;

@@ -32,3 +32,8 @@ export function oneOf(values: readonly string[]): string {
 export function mustBe(name: string, rule: string, value: unknown): string {
   return `${name} must be ${rule}, got ${describeValue(value)}`;
 }
+
+/** An object as messages for people name it (contract 18): `water (SCHEMA…)`, the bare uuid when the name is unknown. */
+export function named(name: string | undefined, uuid: string): string {
+  return name === undefined || name === '' ? uuid : `${name} (${uuid})`;
+}

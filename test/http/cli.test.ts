@@ -83,6 +83,38 @@ describe('cli', () => {
     }
   });
 
+  it('help prints the usage and exits 0', () => {
+    const r = spawnSync(process.execPath, [CLI, 'help'], { encoding: 'utf8' });
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^Usage:\n/);
+    expect(r.stdout).toBe(spawnSync(process.execPath, [CLI, '--help'], { encoding: 'utf8' }).stdout);
+  });
+
+  it('offline commands say to stop the service or use the HTTP API while it holds the data directory; --from > --to is an error', async () => {
+    const { dir, file } = await writeTestConfig();
+    const { config } = await loadConfig({ file, env: {} });
+    const { store } = await openData(config);
+    try {
+      const cases: Array<[string[], string]> = [
+        [['export', '--model', 'SCHEMA22222222'], 'export works on the store directly; stop the service first or use the HTTP API (GET /api/v1/datacenter/exportData)'],
+        [['backup', '--model', 'SCHEMA22222222'], 'backup works on the store directly; stop the service first or use the HTTP API (GET /api/v1/datacenter/backup)'],
+        [['import', '--model', 'SCHEMA22222222', '--in', file], 'stop the service first or use the HTTP API (POST /api/v1/datacenter/importData)'],
+      ];
+      for (const [args, message] of cases) {
+        const r = spawnSync(process.execPath, [CLI, ...args, '--config', file], { encoding: 'utf8' });
+        expect(r.status, r.stderr).toBe(1);
+        expect(r.stderr).toMatch(new RegExp(`^edge-datacenter: data directory \\S+ is in use by process ${process.pid}`));
+        expect(r.stderr).toContain(message);
+      }
+      const backwards = spawnSync(process.execPath, [CLI, 'export', '-m', 'SCHEMA22222222', '--from', '5', '--to', '3', '-c', file], { encoding: 'utf8' });
+      expect(backwards.status).toBe(2);
+      expect(backwards.stderr).toMatch(/^--from must be at most --to \(3\), got 5\n/);
+    } finally {
+      await store.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it('export writes the store read path to a file (CSV, JSONL and XLSX) and exits 0', async () => {
     const { dir, file } = await writeTestConfig();
     try {
@@ -142,7 +174,7 @@ describe('cli', () => {
 
       const unknown = spawnSync(process.execPath, [CLI, 'export', '--model', 'SCHEMA22222222', '--config', file], { encoding: 'utf8' });
       expect(unknown.status).toBe(1);
-      expect(unknown.stderr).toContain('not found');
+      expect(unknown.stderr).toBe(`edge-datacenter: model SCHEMA22222222 not found in data directory ${config.main.dataDir} (give the service's configuration file with --config)\n`);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

@@ -54,6 +54,8 @@ const EXPECTED: Record<string, string> = {
   'POST /api/v1/inends/create': ADMIN,
   'PUT /api/v1/inends/update': ADMIN,
   'DELETE /api/v1/inends/del': ADMIN,
+  'POST /api/v1/inends/rotateToken': ADMIN,
+  'GET /api/v1/inends/stats': ADMIN,
   'POST /api/v1/inends/push': PUSH_TOKEN,
 
   'GET /api/v1/rules/list': ADMIN,
@@ -62,6 +64,7 @@ const EXPECTED: Record<string, string> = {
   'PUT /api/v1/rules/update': ADMIN,
   'DELETE /api/v1/rules/del': ADMIN,
   'POST /api/v1/rules/validate': ADMIN,
+  'POST /api/v1/rules/dryRun': ADMIN,
   'GET /api/v1/rules/stats': ADMIN,
 
   'GET /metrics': MONITOR,

@@ -109,7 +109,7 @@ describe('models.json', () => {
     await writeFile(modelsFilePath(dir), JSON.stringify(state));
     const full = await open();
     await expect(full.createAttribute({ schemaId: m.schemaId, name: 'more', type: 'BOOL' })).rejects.toThrow(
-      `model ${m.schemaId} can hold at most 1024 attributes (has 1024, adding 1)`,
+      `model m (${m.schemaId}) can hold at most 1024 attributes (has 1024, adding 1)`,
     );
     await full.publish(m.schemaId);
     expect(full.log(m.schemaId).fields).toHaveLength(ATTRIBUTES_MAX);

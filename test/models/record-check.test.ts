@@ -35,13 +35,13 @@ describe('checkRecord', () => {
 
   it('refuses an unpublished model', () => {
     expect(checkRecord({ ...m, published: false }, { temp: 1 }, 'save')).toEqual({
-      ok: false, error: 'model SCHEMATEST2345 is not published',
+      ok: false, error: 'model test (SCHEMATEST2345) is not published',
     });
   });
 
   it.each([
-    [{ x: 1 }, "unknown attribute 'x' for model SCHEMATEST2345"],
-    [{ Temp: 1 }, "unknown attribute 'Temp' for model SCHEMATEST2345"],
+    [{ x: 1 }, "unknown attribute 'x' for model test (SCHEMATEST2345)"],
+    [{ Temp: 1 }, "unknown attribute 'Temp' for model test (SCHEMATEST2345)"],
     [{ id: 1 }, "key 'id' is set by the store and cannot be written"],
     [{ create_at: 1 }, "key 'create_at' is set by the store and cannot be written"],
     [{ temp: '25' }, "attribute 'temp' expects FLOAT, got string"],
@@ -83,7 +83,7 @@ describe('checkRecord', () => {
 
   it('reports the first problem only, and refuses a non-table', () => {
     expect(error({ count: 99, x: 1 })).toBe("attribute 'count' must be in 0..10, got 99");
-    expect(error([] as unknown as Record<string, unknown>)).toBe('record for model SCHEMATEST2345 must be a table, got table');
+    expect(error([] as unknown as Record<string, unknown>)).toBe('record for model test (SCHEMATEST2345) must be a table, got table');
   });
 
   it('refuses integers beyond 2^53 and accepts safe bigints', () => {

@@ -126,7 +126,7 @@ describe('attributes', () => {
     const temp = await attr(m.uuid, 'temp');
     const hum = await attr(m.uuid, 'hum');
     await expectError(attr(m.uuid, 'TEMP'), InvalidArgumentError,
-      `attribute name "TEMP" is already used in model ${m.uuid} (names are case-insensitive)`);
+      `attribute name "TEMP" is already used in model ${m.name} (${m.uuid}) (names are case-insensitive)`);
     await expectError(registry.updateAttribute({ uuid: hum.uuid, name: 'Temp' }), InvalidArgumentError, /"Temp" is already used/);
     const renamed = await registry.updateAttribute({ uuid: temp.uuid, name: 'Temp' });
     expect(renamed.name).toBe('Temp');
@@ -167,8 +167,8 @@ describe('attributes', () => {
 describe('lifecycle', () => {
   it('publish needs an attribute, opens the log with the fields in order; name and type lock, templates need a draft', async () => {
     const m = await registry.create({ name: 'm' });
-    await expectError(registry.publish(m.uuid), InvalidArgumentError, `model ${m.uuid} needs at least one attribute to be published`);
-    await expectError(() => registry.log(m.uuid), StateError, `model ${m.uuid} is not published`);
+    await expectError(registry.publish(m.uuid), InvalidArgumentError, `model ${m.name} (${m.uuid}) needs at least one attribute to be published`);
+    await expectError(() => registry.log(m.uuid), StateError, `model ${m.name} (${m.uuid}) is not published`);
     const a = await attr(m.uuid, 'temp');
     await attr(m.uuid, 'hum');
     const published = await registry.publish(m.uuid);
@@ -176,8 +176,8 @@ describe('lifecycle', () => {
     expect(registry.log(m.uuid)).toBe(store.model(m.uuid));
     expect(registry.log(m.uuid).fields).toEqual(['temp', 'hum']);
 
-    const locked = `model ${m.uuid} is published; its attributes cannot change (fix returns it to draft)`;
-    await expectError(registry.publish(m.uuid), StateError, `model ${m.uuid} is already published`);
+    const locked = `model ${m.name} (${m.uuid}) is published; its attributes cannot change (fix returns it to draft)`;
+    await expectError(registry.publish(m.uuid), StateError, `model ${m.name} (${m.uuid}) is already published`);
     expect((await registry.updateAttribute({ uuid: a.uuid, label: 'x' })).label).toBe('x');
     await expectError(registry.updateAttribute({ uuid: a.uuid, name: 'x' }), StateError, /its name and type cannot change/);
     await expectError(registry.updateAttribute({ uuid: a.uuid, type: 'BOOL' }), StateError, /its name and type cannot change/);
@@ -228,7 +228,7 @@ describe('lifecycle', () => {
   it('check runs checkRecord on the live model', async () => {
     const m = await registry.create({ name: 'm' });
     await attr(m.uuid, 'temp', { rule: { min: -40, max: 125 } });
-    expect(registry.check(m.uuid, { temp: 1 }, 'save')).toEqual({ ok: false, error: `model ${m.uuid} is not published` });
+    expect(registry.check(m.uuid, { temp: 1 }, 'save')).toEqual({ ok: false, error: `model ${m.name} (${m.uuid}) is not published` });
     await registry.publish(m.uuid);
     expect(registry.check(m.uuid, { temp: 1 }, 'save')).toEqual({ ok: true, record: { temp: 1 } });
     expect(registry.check(m.uuid, { temp: 200 }, 'save')).toEqual({ ok: false, error: "attribute 'temp' must be in -40..125, got 200" });

@@ -102,7 +102,7 @@ describe('templates', () => {
     const error = await registry.applyTemplate(m.uuid, 'TEMP_HUMIDITY').catch((e: unknown) => e);
     expect(error).toBeInstanceOf(InvalidArgumentError);
     expect((error as Error).message).toBe(
-      `template TEMP_HUMIDITY clashes with existing attributes of model ${m.uuid}: "device_id", "temperature" (names are case-insensitive); nothing was added`,
+      `template TEMP_HUMIDITY clashes with existing attributes of model ${m.name} (${m.uuid}): "device_id", "temperature" (names are case-insensitive); nothing was added`,
     );
     expect(registry.listAttributes(m.uuid)).toHaveLength(2);
     const twice = await registry.create({ name: 'twice' });

@@ -35,7 +35,7 @@ describe('RHILEX sample script', () => {
     const { inend, rule } = await inputWithRule(h, await sampleScript(model));
     const result = await h.engine.push(inend, ['not json']);
     expect(result.failed).toBe(1);
-    expect(result.errors[0].message).toMatch(new RegExp(`^rule ${rule}: line 7: .*JSON`));
+    expect(result.errors[0].message).toMatch(new RegExp(`^rule r \\(${rule}\\): line 7: .*JSON`));
     expect(h.engine.ruleStats(rule).lastErrors[0]).toMatchObject({ line: 7 });
   });
 });
@@ -143,7 +143,7 @@ Actions = {
       },
     );
     const result = await h.engine.push(inend, ['go', 'stop', 'throw']);
-    expect(result).toEqual({ accepted: 2, failed: 1, errors: [{ index: 2, message: `rule ${rule}: line 6: bad throw+1` }], durable: expect.any(Boolean) });
+    expect(result).toEqual({ accepted: 2, failed: 1, errors: [{ index: 2, message: `rule r (${rule}): line 6: bad throw+1` }], durable: expect.any(Boolean) });
     const stored = (await h.records(events)).map((r) => r.event);
     expect(stored).toEqual(['a1:go', 'a2:go+1', 'a3:go+1', 'success', 'a1:stop', 'success', 'a1:throw', 'failed:actions:6: bad throw+1']);
   });
@@ -219,7 +219,7 @@ describe('queue', () => {
       } catch (err) {
         expect(err).toBeInstanceOf(UnavailableError);
         expect((err as UnavailableError).retryAfterS).toBeGreaterThan(0);
-        expect((err as Error).message).toMatch(new RegExp(`input ${inend} queue is full`));
+        expect((err as Error).message).toMatch(new RegExp(`input in \\(${inend}\\) queue is full`));
         next -= 10;
         refused++;
       }

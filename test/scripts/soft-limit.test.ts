@@ -76,7 +76,7 @@ describe('the soft time limit', () => {
       seen.push({ name: names[i], ms: Math.round(performance.now() - started), message: result.errors[0]?.message ?? 'accepted' });
     }
     for (const s of seen) {
-      expect(s, s.name).toMatchObject({ message: expect.stringMatching(/^rule \w+: time limit exceeded \(100 ms\)$/) });
+      expect(s, s.name).toMatchObject({ message: expect.stringMatching(/^rule r \(\w+\): time limit exceeded \(100 ms\)$/) });
       expect(s.ms, s.name).toBeLessThan(TIMEOUT_MS + GRACE_MS);
     }
     expect(h.engine.faults()).toEqual([]);

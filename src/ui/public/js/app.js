@@ -49,7 +49,7 @@ function showSignIn(message) {
   const btn = h('button', { type: 'submit', class: 'primary', text: 'Sign in' });
   const form = h('form', { class: 'signin panel', 'aria-labelledby': 'signin-title', novalidate: true },
     h('h1', { id: 'signin-title', text: 'Sign in' }),
-    h('p', { id: 'token-hint', class: 'hint', text: 'Enter the admin token of this gateway ([main] admin_token; printed once at the first start). It is kept for this browser tab only.' }),
+    h('p', { id: 'token-hint', class: 'hint', text: 'Enter the admin token of this gateway: [main] admin_token in the configuration file, or, when the service generated it at its first start, in <data_dir>/credentials.ini on the gateway (the start-up line names the file; the token itself is never printed). It is kept for this browser tab only.' }),
     h('input', { type: 'text', name: 'username', autocomplete: 'username', value: 'admin', class: 'sr-only', tabindex: '-1', 'aria-hidden': 'true' }),
     h('div', { class: 'field' }, h('label', { for: 'token', text: 'Admin token' }), input),
     err,

@@ -146,3 +146,68 @@ export function renderScriptTab(ctx, body, m) {
       copyButton(sample, 'Copy sample', 'Copy the sample rule'),
       h('a', { id: useId, class: 'button primary', href: `#/rules/new?schema=${encodeURIComponent(m.uuid)}`, text: 'Create a rule with this sample' }))));
 }
+
+// ---------------------------------------------------------------------------------------------------
+// Example payloads that fit a model: values inside each attribute's bounds, of its type, so the first
+// push (the curl line of a new input, the simulator's defaults, the dry-run box) is stored, not refused.
+
+const bounded = (a) => (a.type === 'INTEGER' || a.type === 'FLOAT') && a.rule && Number(a.rule.max) > Number(a.rule.min);
+/** Decimal places a FLOAT keeps (its rule's round), 2 when it keeps them all. */
+const decimalsOf = (a) => (a.type === 'INTEGER' ? 0 : a.rule && a.rule.round > 0 ? Math.min(6, a.rule.round) : 2);
+const roundTo = (v, d) => Math.round(v * 10 ** d) / 10 ** d;
+
+/** One value the attribute accepts: the middle of its bounds, else its default (or a plain sample). */
+export function exampleValue(a) {
+  const rule = a.rule || {};
+  switch (a.type) {
+    case 'INTEGER':
+    case 'FLOAT': {
+      if (bounded(a)) {
+        const mid = (Number(rule.min) + Number(rule.max)) / 2;
+        const v = a.type === 'INTEGER' ? Math.round(mid) : roundTo(mid, decimalsOf(a));
+        return Math.min(Number(rule.max), Math.max(Number(rule.min), v));
+      }
+      if (typeof rule.defaultValue === 'number' && rule.defaultValue !== 0) return rule.defaultValue;
+      return a.type === 'INTEGER' ? 1 : 21.5;
+    }
+    case 'BOOL': return true;
+    case 'GEO': return '31.2304,121.4737';
+    default: {
+      const s = 'dev-1';
+      return rule.max > 0 ? s.slice(0, rule.max) : s;
+    }
+  }
+}
+
+/** `[{tag, value}]` as the sample rules read it: one row per attribute, or per tag in `tags`. */
+export function examplePayload(model, tags) {
+  const attrs = model ? model.attributes : [];
+  const names = tags && tags.length ? tags : attrs.map((a) => a.name);
+  const numeric = attrs.filter(bounded);
+  return JSON.stringify(names.map((tag) => {
+    const a = attrs.find((x) => x.name === tag);
+    // A tag the rule reads that is no attribute (RHILEX's t1..t3, averaged into temp): a value that fits
+    // the first bounded number, so whatever the rule computes from it stays in range.
+    return { tag, value: a ? exampleValue(a) : numeric.length ? exampleValue(numeric[0]) : 20 };
+  }));
+}
+
+/** The tags a rule reads from the usual `schemaData[row.tag] = row.value` table, in order of use. */
+export function tagsReadBy(script) {
+  const seen = [];
+  const re = /schemaData(?:\.([A-Za-z_][A-Za-z0-9_]*)|\[\s*"([^"]*)"\s*\])/g;
+  for (let m = re.exec(script || ''); m; m = re.exec(script || '')) {
+    const name = m[1] || m[2];
+    if (!seen.includes(name)) seen.push(name);
+  }
+  return seen;
+}
+
+/** Simulator tags for the model's numbers: their bounds (0..100 when unbounded), whole numbers for INTEGER. */
+export function simulatorTags(model) {
+  return (model ? model.attributes : []).filter((a) => a.type === 'INTEGER' || a.type === 'FLOAT').map((a) => {
+    const lo = bounded(a) ? Number(a.rule.min) : 0;
+    const hi = bounded(a) ? Number(a.rule.max) : 100;
+    return { tag: a.name, min: lo, max: hi, decimals: decimalsOf(a) };
+  });
+}

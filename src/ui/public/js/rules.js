@@ -4,7 +4,9 @@ import { get, post, put, del, messageOf } from './api.js';
 import { notify, confirmDialog, statusLine, busy } from './ui.js';
 import { state, findModel } from './state.js';
 import { createEditor } from './editor.js';
-import { sampleForModel, rhilexSample, samplePayload, DEFAULT_SUCCESS, DEFAULT_FAILED } from './samples.js';
+import { sampleForModel, rhilexSample, DEFAULT_SUCCESS, DEFAULT_FAILED } from './samples.js';
+import { examplePayload, simulatorTags } from './request.js';
+import { dryRunPanel } from './dry-run.js';
 
 const shq = (s) => `'${String(s).replace(/'/g, "'\\''")}'`;
 const asArray = (d) => (Array.isArray(d) ? d : d && Array.isArray(d.records) ? d.records : []);
@@ -17,6 +19,16 @@ function pushCurl(uuid, token, payload) {
 
 function tokenOf(inend) {
   return inend.token || (inend.config && inend.config.token) || '';
+}
+
+const named = (name, uuid) => (name ? `${name} (${uuid})` : uuid);
+const when = (ms) => (typeof ms === 'number' ? new Date(ms).toLocaleString() : 'never');
+
+/** The health line of an input or a rule: last payload, counts, queue, last error (the error in full on hover). */
+function healthCell(parts, lastError) {
+  return h('div', { class: 'health' },
+    h('span', { text: parts.join(' · ') }),
+    lastError ? h('span', { class: 'health-error', title: lastError.message, text: `Last error ${when(lastError.atMs)}: ${lastError.message}` }) : null);
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -41,7 +53,7 @@ export async function renderRulesPage(ctx) {
   function showCreated(created, body) {
     const isHttp = body.type === 'HTTP';
     const model = state.models.find((m) => m.published) || state.models[0];
-    const payload = model ? samplePayload(model) : '[{"tag":"temperature","value":21.5}]';
+    const payload = model ? examplePayload(model) : '[{"tag":"temperature","value":21.5}]';
     const title = h('h3', { tabindex: '-1', text: `Input "${body.name}" created` });
     const dismiss = h('button', { type: 'button', class: 'small', text: 'Dismiss' });
     dismiss.addEventListener('click', () => { mount(createdBox); newInputBtn.focus(); });
@@ -65,48 +77,112 @@ export async function renderRulesPage(ctx) {
     mount(formHost);
     try {
       const list = asArray(await get('inends/list'));
+      inputHealth.clear();
       mount(inputsTable.tBodies[0], inputRows(list));
+      loadHealth();
     } catch (e) { notify(`Reloading the inputs failed: ${messageOf(e)}`, 'error'); }
     showCreated(created, body);
   }
 
+  function deleteBody(i) {
+    const readers = rules.filter((r) => (r.fromSource || []).includes(i.uuid));
+    if (readers.length) {
+      return [h('p', { text: `The gateway refuses to delete an input that a rule reads. ${readers.length === 1 ? 'This rule reads' : 'These rules read'} from "${i.name}":` }),
+        h('ul', {}, readers.map((r) => h('li', {}, h('a', { href: `#/rules/${r.uuid}`, text: named(r.name, r.uuid) })))),
+        h('p', { text: 'Remove the input from each rule\'s inputs (or delete the rules) first; nothing is deleted until then.' })];
+    }
+    return h('p', { text: `The input ${named(i.name, i.uuid)} is removed at once${i.type === 'HTTP' ? ': its push URL and token stop working' : ' and its simulator stops'}. Records already stored stay in their models.` });
+  }
+
+  async function rotate(i) {
+    let created;
+    const ok = await confirmDialog({
+      title: `Rotate the push token of "${i.name}"?`,
+      body: [h('p', { text: 'A new token is made now, and the current one stops working at once: every device pushing to this input gets 401 until it is given the new token.' }),
+        h('p', { text: 'The new token is shown once, on this page.' })],
+      confirmLabel: 'Rotate token', danger: true,
+      action: async () => { created = await post('inends/rotateToken', undefined, { uuid: i.uuid }); },
+    });
+    if (!ok || !created) return;
+    const title = h('h3', { tabindex: '-1', text: `New push token for "${i.name}"` });
+    const dismiss = h('button', { type: 'button', class: 'small', text: 'Dismiss' });
+    dismiss.addEventListener('click', () => { mount(createdBox); newInputBtn.focus(); });
+    mount(createdBox, h('div', { class: 'panel created' }, title,
+      h('dl', { class: 'kv wide' },
+        h('dt', { text: 'Push token' }), h('dd', {}, h('code', { id: 'rotated-push-token', text: created.token }), ' ', copyButton(created.token, 'Copy', 'Copy the new push token'))),
+      h('p', { class: 'hint', text: 'The old token is refused from now on. Give this one to the devices that push to this input.' }),
+      h('div', { class: 'actions left' }, dismiss)));
+    notify(`Push token of "${i.name}" rotated: the old one no longer works.`, 'ok');
+    title.focus();
+  }
+
   function inputRows(list) {
-    if (!list.length) return h('tr', {}, h('td', { colspan: '5', class: 'muted', text: 'No input yet. An input receives payloads (HTTP push or a simulator) and hands them to its rules.' }));
+    if (!list.length) return h('tr', {}, h('td', { colspan: '6', class: 'muted', text: 'No input yet. An input receives payloads (HTTP push or a simulator) and hands them to its rules.' }));
     return list.map((i) => {
       const delBtn = h('button', { type: 'button', class: 'small danger-outline', 'aria-label': `Delete input ${i.name}`, text: 'Delete' });
       delBtn.addEventListener('click', async () => {
-        const ok = await confirmDialog({ title: `Delete input "${i.name}"?`, body: h('p', { text: 'Rules reading from it stop receiving its payloads.' }), confirmLabel: 'Delete', danger: true, action: () => del('inends/del', { uuid: i.uuid }) });
+        const refused = rules.some((r) => (r.fromSource || []).includes(i.uuid));
+        const ok = await confirmDialog({ title: `Delete input "${i.name}"?`, body: deleteBody(i), confirmLabel: 'Delete', danger: true, action: () => del('inends/del', { uuid: i.uuid }), ...(refused ? { confirmLabel: 'Try to delete' } : {}) });
         if (ok) renderRulesPage(ctx);
       });
+      const rotateBtn = i.type === 'HTTP' ? h('button', { type: 'button', class: 'small', 'aria-label': `Rotate the push token of ${i.name}`, text: 'Rotate token' }) : null;
+      if (rotateBtn) rotateBtn.addEventListener('click', () => rotate(i));
+      const health = h('td', { class: 'health-cell', 'data-input': i.uuid }, h('span', { class: 'muted', text: '…' }));
+      inputHealth.set(i.uuid, health);
       const tok = tokenOf(i);
       const details = i.type === 'HTTP'
         ? h('span', {}, h('code', { class: 'wrap', text: `POST ${pushUrl(i.uuid)}` }), ' ', copyButton(pushUrl(i.uuid), 'Copy', `Copy the push URL of ${i.name}`),
           tok ? [' ', copyButton(tok, 'Copy token', `Copy the push token of ${i.name}`)] : null)
         : h('span', { text: i.config && Array.isArray(i.config.tags) ? `every ${i.config.intervalMs} ms: ${i.config.tags.map((t) => t.tag).join(', ')}` : '' });
-      return h('tr', {}, h('td', { text: i.name }), h('td', { text: i.type }), h('td', {}, h('code', { text: i.uuid })), h('td', {}, details), h('td', {}, delBtn));
+      return h('tr', {}, h('td', { text: i.name }), h('td', { text: i.type }), h('td', {}, h('code', { text: i.uuid })), h('td', {}, details), health, h('td', { class: 'row-actions' }, rotateBtn, delBtn));
     });
   }
 
+  /** Fills the health cells: inends/stats per input, rules/stats per rule (queued: the sum over its inputs). */
+  async function loadHealth() {
+    const inStats = new Map();
+    await Promise.all([...inputHealth.keys()].map(async (uuid) => {
+      try { inStats.set(uuid, await get('inends/stats', { uuid })); } catch { /* gone meanwhile */ }
+    }));
+    for (const [uuid, cell] of inputHealth) {
+      const st = inStats.get(uuid);
+      if (!st) continue;
+      mount(cell, healthCell([`Last payload ${when(st.lastPayloadAtMs)}`, `${st.accepted} stored`, `${st.failed} failed`, `${st.queued} queued`], st.lastError));
+    }
+    await Promise.all([...ruleHealth].map(async ([uuid, { cell, rule }]) => {
+      let st;
+      try { st = await get('rules/stats', { uuid }); } catch { return; }
+      const queued = (rule.fromSource || []).reduce((n, id) => n + (inStats.get(id) ? inStats.get(id).queued : 0), 0);
+      const last = st.lastErrors && st.lastErrors.length ? st.lastErrors[st.lastErrors.length - 1] : null;
+      mount(cell, healthCell([`Last run ${when(st.lastRunAtMs)}`, `${st.successes} ok`, `${st.failures} failed`, `${queued} queued`], last));
+    }));
+  }
+  const inputHealth = new Map();
+  const ruleHealth = new Map();
+
   const inputsTable = h('table', { class: 'grid', id: 'inputs-table' },
     h('caption', { class: 'sr-only', text: 'Inputs' }),
-    h('thead', {}, h('tr', {}, ['Name', 'Type', 'uuid', 'Details', 'Actions'].map((c) => h('th', { scope: 'col', text: c })))),
+    h('thead', {}, h('tr', {}, ['Name', 'Type', 'uuid', 'Details', 'Health', 'Actions'].map((c) => h('th', { scope: 'col', text: c })))),
     h('tbody', {}, inputRows(inends)));
 
   const rulesTable = h('table', { class: 'grid', id: 'rules-table' },
     h('caption', { class: 'sr-only', text: 'Rules' }),
-    h('thead', {}, h('tr', {}, ['Name', 'Inputs', 'Description', 'Actions'].map((c) => h('th', { scope: 'col', text: c })))),
+    h('thead', {}, h('tr', {}, ['Name', 'Inputs', 'Description', 'Health', 'Actions'].map((c) => h('th', { scope: 'col', text: c })))),
     h('tbody', {}, rules.length ? rules.map((r) => {
       const delBtn = h('button', { type: 'button', class: 'small danger-outline', 'aria-label': `Delete rule ${r.name}`, text: 'Delete' });
       delBtn.addEventListener('click', async () => {
         const ok = await confirmDialog({ title: `Delete rule "${r.name}"?`, body: h('p', { text: 'Its script stops running for new payloads.' }), confirmLabel: 'Delete', danger: true, action: () => del('rules/del', { uuid: r.uuid }) });
         if (ok) renderRulesPage(ctx);
       });
+      const health = h('td', { class: 'health-cell', 'data-rule': r.uuid }, h('span', { class: 'muted', text: '…' }));
+      ruleHealth.set(r.uuid, { cell: health, rule: r });
       return h('tr', {},
         h('td', {}, h('a', { href: `#/rules/${r.uuid}`, text: r.name })),
         h('td', { text: (r.fromSource || []).map((u) => inName[u] || u).join(', ') }),
         h('td', { text: r.description || '' }),
+        health,
         h('td', { class: 'row-actions' }, h('a', { class: 'button small', href: `#/rules/${r.uuid}`, 'aria-label': `Edit rule ${r.name}`, text: 'Edit' }), delBtn));
-    }) : h('tr', {}, h('td', { colspan: '4', class: 'muted', text: 'No rule yet. A rule is a Lua script that runs for every payload of its inputs, and stores data with rds:Save.' }))));
+    }) : h('tr', {}, h('td', { colspan: '5', class: 'muted', text: 'No rule yet. A rule is a Lua script that runs for every payload of its inputs, and stores data with rds:Save.' }))));
 
   mount(main,
     h('h1', { text: 'Inputs & rules' }),
@@ -120,6 +196,9 @@ export async function renderRulesPage(ctx) {
     h('section', { class: 'panel', 'aria-labelledby': 'rules-title' },
       h('div', { class: 'panel-head' }, h('h2', { id: 'rules-title', text: 'Rules' }), h('a', { class: 'button primary', id: 'new-rule', href: '#/rules/new', text: '+ New rule' })),
       h('div', { class: 'table-wrap' }, rulesTable)));
+  loadHealth();
+  const timer = setInterval(() => { if (!document.hidden) loadHealth(); }, 5000);
+  if (ctx.setCleanup) ctx.setCleanup(() => clearInterval(timer));
 }
 
 function inputForm(onCreated, onClose) {
@@ -130,23 +209,26 @@ function inputForm(onCreated, onClose) {
   const tagsBody = h('tbody');
   const tagsErr = h('p', { class: 'field-error', hidden: true, role: 'alert' });
   const addTag = h('button', { type: 'button', class: 'small', text: '+ Add tag' });
-  const addRow = (tag = '', min = '0', max = '100') => {
+  const addRow = (tag = '', min = '0', max = '100', decimals = '2') => {
     const n = tagsBody.children.length + 1;
     const rm = h('button', { type: 'button', class: 'small', 'aria-label': `Remove tag row ${n}`, text: 'Remove' });
     const row = h('tr', {},
       h('td', {}, h('input', { type: 'text', 'aria-label': `Tag ${n} name`, value: tag, class: 'tag-name', spellcheck: 'false' })),
       h('td', {}, h('input', { type: 'number', step: 'any', 'aria-label': `Tag ${n} minimum`, value: min, class: 'tag-min narrow' })),
       h('td', {}, h('input', { type: 'number', step: 'any', 'aria-label': `Tag ${n} maximum`, value: max, class: 'tag-max narrow' })),
+      h('td', {}, h('input', { type: 'number', min: '0', max: '6', step: '1', 'aria-label': `Tag ${n} decimals`, value: decimals, class: 'tag-decimals narrow' })),
       h('td', {}, rm));
     rm.addEventListener('click', () => { row.remove(); addTag.focus(); });
     tagsBody.appendChild(row);
   };
   addTag.addEventListener('click', () => { addRow(); tagsBody.lastElementChild.querySelector('input').focus(); });
   const model = state.models.find((m) => m.published) || state.models[0];
-  const numAttrs = model ? model.attributes.filter((a) => a.type === 'FLOAT' || a.type === 'INTEGER') : [];
-  if (numAttrs.length) numAttrs.forEach((a) => addRow(a.name, '0', '100')); else addRow('temperature', '0', '40');
+  // The model's numbers within their bounds, so the simulated payloads are stored, not refused.
+  const tags = simulatorTags(model);
+  if (tags.length) tags.forEach((t) => addRow(t.tag, String(t.min), String(t.max), String(t.decimals))); else addRow('temperature', '0', '40');
   const sim = h('fieldset', { class: 'sim', hidden: true }, h('legend', { text: 'Simulated tags' }), interval.wrap,
-    h('table', { class: 'grid compact' }, h('thead', {}, h('tr', {}, ['Tag', 'Min', 'Max', ''].map((c) => h('th', { scope: 'col', text: c })))), tagsBody),
+    model ? h('p', { class: 'hint', text: `Filled from the numbers of model ${model.name} and their bounds; INTEGER attributes get 0 decimals.` }) : null,
+    h('table', { class: 'grid compact' }, h('thead', {}, h('tr', {}, ['Tag', 'Min', 'Max', 'Decimals', ''].map((c) => h('th', { scope: 'col', text: c })))), tagsBody),
     tagsErr, addTag);
   type.input.addEventListener('change', () => { sim.hidden = type.input.value !== 'SIMULATOR'; });
   const status = statusLine();
@@ -164,9 +246,9 @@ function inputForm(onCreated, onClose) {
     if (body.type === 'SIMULATOR') {
       const ms = Number(interval.input.value);
       if (!Number.isInteger(ms) || ms < 1) { setFieldError(interval, 'Enter a whole number of milliseconds.'); interval.input.focus(); return; }
-      const tags = [...tagsBody.children].map((tr) => ({ tag: tr.querySelector('.tag-name').value.trim(), min: Number(tr.querySelector('.tag-min').value), max: Number(tr.querySelector('.tag-max').value) }));
-      const bad = tags.find((t) => !t.tag || !Number.isFinite(t.min) || !Number.isFinite(t.max) || t.max < t.min);
-      if (!tags.length || bad) { tagsErr.textContent = !tags.length ? 'Add at least one tag.' : `Tag "${bad.tag || '(empty)'}": give a name and min ≤ max.`; tagsErr.hidden = false; return; }
+      const tags = [...tagsBody.children].map((tr) => ({ tag: tr.querySelector('.tag-name').value.trim(), min: Number(tr.querySelector('.tag-min').value), max: Number(tr.querySelector('.tag-max').value), decimals: Number(tr.querySelector('.tag-decimals').value || 2) }));
+      const bad = tags.find((t) => !t.tag || !Number.isFinite(t.min) || !Number.isFinite(t.max) || t.max < t.min || !Number.isInteger(t.decimals) || t.decimals < 0 || t.decimals > 6);
+      if (!tags.length || bad) { tagsErr.textContent = !tags.length ? 'Add at least one tag.' : `Tag "${bad.tag || '(empty)'}": give a name, min ≤ max and 0 to 6 decimals.`; tagsErr.hidden = false; return; }
       body.config = { intervalMs: ms, tags };
     }
     busy(save, async () => {
@@ -251,7 +333,15 @@ export async function renderRuleEditor(ctx, ruleId) {
     details,
     status.el,
     h('div', { class: 'actions' }, h('a', { class: 'button', href: '#/rules', text: 'Back' }), validateBtn, saveBtn));
-  mount(main, form, rule ? h('section', { class: 'panel', 'aria-labelledby': 'stats-title' }, h('div', { class: 'panel-head' }, h('h2', { id: 'stats-title', text: 'Stats and last errors' }), statsRefreshBtn()), statsBox) : null);
+  const scripts = () => ({ actions: actions.getValue(), success: success.getValue(), failed: failed.getValue() });
+  const clearErrors = () => { for (const ed of Object.values(editors)) ed.setError(null); };
+  const tryPanel = dryRunPanel({
+    scripts: () => scripts(),
+    model: () => findModel(sampleModel.value) || preModel,
+    showError: (msg, line, which) => showScriptError(msg, line, which),
+    clearErrors: () => clearErrors(),
+  });
+  mount(main, form, tryPanel, rule ? h('section', { class: 'panel', 'aria-labelledby': 'stats-title' }, h('div', { class: 'panel-head' }, h('h2', { id: 'stats-title', text: 'Stats and last errors' }), statsRefreshBtn()), statsBox) : null);
 
   function statsRefreshBtn() {
     const b = h('button', { type: 'button', id: 'refresh-stats', text: 'Refresh stats' });
@@ -267,8 +357,6 @@ export async function renderRuleEditor(ctx, ruleId) {
     }
   }
 
-  const scripts = () => ({ actions: actions.getValue(), success: success.getValue(), failed: failed.getValue() });
-  const clearErrors = () => { for (const ed of Object.values(editors)) ed.setError(null); };
 
   /** Show a compile/validation error at its line in the right editor. */
   function showScriptError(msg, line, which) {
@@ -339,7 +427,7 @@ export async function renderRuleEditor(ctx, ruleId) {
 /** Render rules/stats generically: counters as a list, arrays (last errors) as lists of messages. */
 function renderStats(box, d) {
   if (!d || typeof d !== 'object') { mount(box, h('p', { class: 'muted', text: 'No stats.' })); return; }
-  const LABELS = { invocations: 'Runs', successes: 'Successes', failures: 'Failures', p50Ms: 'Median run time (ms, at most)', p99Ms: '99th percentile run time (ms, at most)', lastErrors: 'Last errors' };
+  const LABELS = { invocations: 'Runs', successes: 'Successes', failures: 'Failures', p50Ms: 'Median run time (ms, at most)', p99Ms: '99th percentile run time (ms, at most)', lastRunAtMs: 'Last run', lastErrors: 'Last errors' };
   const scalars = Object.entries(d).filter(([k, v]) => k !== 'uuid' && (v === null || typeof v !== 'object'));
   const lists = Object.entries(d).filter(([, v]) => Array.isArray(v));
   const objects = Object.entries(d).filter(([, v]) => v && typeof v === 'object' && !Array.isArray(v));

@@ -58,11 +58,5 @@ export function savePreview(model) {
   return `local err = rds:Save(${luaString(model.uuid)}, {${model.attributes.map((a) => `${key(a.name)} = ${zero(a.type)}`).join(', ')}});\nif err ~= nil then Throw(err); return 0; end;`;
 }
 
-/** A sample push payload for the model's attributes (used for the curl line of an HTTP input). */
-export function samplePayload(model) {
-  const val = (a) => (a.type === 'INTEGER' ? 1 : a.type === 'FLOAT' ? 21.5 : a.type === 'BOOL' ? true : a.type === 'GEO' ? '0,0' : 'dev-1');
-  return JSON.stringify((model ? model.attributes : []).map((a) => ({ tag: a.name, value: val(a) })));
-}
-
 export const DEFAULT_SUCCESS = 'function Success()\nend\n';
 export const DEFAULT_FAILED = 'function Failed(error)\nend\n';
