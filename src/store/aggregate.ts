@@ -11,7 +11,8 @@ import { decodeValues, readRange, walkFrames, type HeldSegments, type LostFn, ty
 import type { Segment } from './segment.js';
 import type { FileIo } from './file-io.js';
 import { StatsTable, type FieldStats } from './stats-table.js';
-import { COARSE_BLOCKS, SegmentSummary, type SummaryBook } from './summaries.js';
+import { COARSE_BLOCKS, SegmentSummary } from './segment-summary.js';
+import type { SummaryBook } from './summaries.js';
 import { straddleCache, type DecodedBlock } from './straddle-cache.js';
 import { InvalidArgumentError } from '../errors.js';
 

@@ -5,7 +5,7 @@
  * summarised (ids below the newest record are final), so an entry stays valid while its block's last
  * covered id is the same. One cache for the process, bounded in blocks, least recently used first out.
  */
-import type { SegmentSummary } from './summaries.js';
+import type { SegmentSummary } from './segment-summary.js';
 
 export interface DecodedBlock {
   lastId: number;

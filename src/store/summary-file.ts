@@ -15,7 +15,7 @@ import { crc32c } from './crc32c.js';
 import { u32 } from './frame.js';
 import type { Segment } from './segment.js';
 import { STATS_PER_FIELD } from './stats-table.js';
-import { SUMMARY_BLOCK_RECORDS, SegmentSummary } from './summaries.js';
+import { SUMMARY_BLOCK_RECORDS, SegmentSummary } from './segment-summary.js';
 
 const MAGIC = 0x4d555353; // "SSUM"
 const VERSION = 1;
