@@ -65,14 +65,19 @@ describe('working order', () => {
     expect(await tree.textContent()).toContain('battery');
     await shot(page, '03-attributes', { doc: 'attributes' });
 
-    // --- publish, with a confirmation that says the attributes are frozen
+    // --- publish, with a confirmation that says what may still change (contract 13)
     await page.getByRole('button', { name: 'Publish…' }).click();
     const dialog = page.getByRole('dialog');
-    expect(await dialog.textContent()).toMatch(/attributes are frozen/i);
+    expect(await dialog.textContent()).toMatch(/an attribute keeps its name and type/i);
     await shot(page, '04-publish-confirm', { doc: 'publish-confirm' });
     await dialog.getByRole('button', { name: 'Publish' }).click();
     await page.waitForSelector('.model-head .badge.pub');
-    expect(await page.locator('#add-attr').count()).toBe(0);
+    // Published: attributes can still be added; an existing one keeps its name and type.
+    expect(await page.locator('#add-attr').count()).toBe(1);
+    await page.locator('#attr-table tr[data-attr="battery"]').getByRole('button', { name: /^Edit/ }).click();
+    expect(await page.locator('form.attr-form').getByLabel('Name', { exact: true }).getAttribute('readonly')).not.toBeNull();
+    expect(await page.locator('form.attr-form').getByLabel('Type').isDisabled()).toBe(true);
+    await page.locator('form.attr-form').getByRole('button', { name: 'Cancel' }).click();
     const detail = await api<{ published: boolean }>(base, 'GET', `schema/detail?uuid=${uuid}`);
     expect(detail.published).toBe(true);
 

@@ -18,7 +18,7 @@ export function renderModelsHome({ main }) {
   const steps = [
     ['Create a data model', 'blank or from a quick-select template.', '#/models/new'],
     ['Add attributes', 'named, typed fields; shown in the tree on the left.', null],
-    ['Publish the model', 'attributes are frozen afterwards.', null],
+    ['Publish the model', 'attributes can still be added, edited and removed; name and type then stay.', null],
     ['Write a script that stores data', 'an input receives payloads; a rule calls rds:Save.', '#/rules'],
     ['Watch, export and clear the data', 'on the model\'s Data tab.', null],
   ];
@@ -189,9 +189,9 @@ function modelActions(m) {
       if (!m.attributes.length) { notify('Add at least one attribute before publishing.', 'error'); return; }
       const ok = await confirmDialog({
         title: `Publish "${m.name}"?`,
-        body: [h('p', {}, h('strong', { text: 'After publishing, the attributes are frozen: ' }), 'you can no longer add, edit or delete them. Scripts can then store data in this model.'),
+        body: [h('p', {}, h('strong', { text: 'After publishing, an attribute keeps its name and type: ' }), 'you can still add attributes (older records read their default), edit labels, units and bounds, and remove attributes (their stored values stay and come back if you add them again). Scripts can then store data in this model.'),
           h('p', { class: 'muted', text: `${m.attributes.length} attribute${m.attributes.length === 1 ? '' : 's'}: ${m.attributes.map((a) => `${a.name} (${a.type})`).join(', ')}.` }),
-          h('p', { class: 'muted', text: 'To change them later, the model must be returned to draft, which deletes all its stored data.' })],
+          h('p', { class: 'muted', text: 'To rename or retype an attribute later, the model must be returned to draft, which deletes all its stored data.' })],
         confirmLabel: 'Publish',
         action: () => post('schema/publish', undefined, { uuid: m.uuid }),
       });
@@ -246,7 +246,8 @@ function ruleText(a) {
 }
 
 function renderAttributesTab(body, m) {
-  const editable = !m.published;
+  // Published models change too (contract 13): attributes are added and removed; name and type stay.
+  const editable = true;
   const formHost = h('div', { class: 'attr-form-host' });
   const addBtn = editable ? h('button', { type: 'button', class: 'primary', id: 'add-attr', text: '+ Add attribute' }) : null;
   const table = h('table', { class: 'grid', id: 'attr-table' },
@@ -267,7 +268,10 @@ function renderAttributesTab(body, m) {
     const b = h('button', { type: 'button', class: 'small danger-outline', 'aria-label': `Delete attribute ${a.name}`, text: 'Delete' });
     b.addEventListener('click', async () => {
       const ok = await confirmDialog({
-        title: `Delete attribute "${a.name}"?`, body: h('p', { text: 'The model is a draft, so nothing is stored yet.' }),
+        title: `Delete attribute "${a.name}"?`,
+        body: h('p', { text: m.published
+          ? 'It leaves answers and writes. Its stored values stay on disk and come back if an attribute with the same name and type is added again.'
+          : 'The model is a draft, so nothing is stored yet.' }),
         confirmLabel: 'Delete', danger: true, action: () => del('schema/properties/del', { uuid: a.uuid }),
       });
       if (ok) { await reloadModel(m.uuid).catch(() => {}); rerender(); }
@@ -284,8 +288,8 @@ function renderAttributesTab(body, m) {
   mount(body,
     h('section', { class: 'panel', 'aria-labelledby': 'attrs-title' },
       h('div', { class: 'panel-head' }, h('h2', { id: 'attrs-title', text: 'Attributes' }), addBtn),
-      editable ? h('p', { class: 'hint', text: 'The model is a draft: add, edit and delete attributes, then publish it.' })
-        : h('p', { class: 'hint', text: 'The model is published: its attributes are frozen.' }),
+      m.published ? h('p', { class: 'hint', text: 'The model is published: add, edit and delete attributes; an attribute keeps its name and type.' })
+        : h('p', { class: 'hint', text: 'The model is a draft: add, edit and delete attributes, then publish it.' }),
       h('div', { class: 'table-wrap' }, table),
       formHost));
 }
@@ -310,6 +314,11 @@ function attributeForm(m, a, onSaved, onClose) {
     trueLabel: field('Label for true', h('input', { type: 'text', name: 'trueLabel', value: r.trueLabel || '', autocomplete: 'off' })),
     falseLabel: field('Label for false', h('input', { type: 'text', name: 'falseLabel', value: r.falseLabel || '', autocomplete: 'off' })),
   };
+  if (a && m.published) {
+    // Stored values are kept by name and type: those two stay while the model is published.
+    f.name.input.readOnly = true;
+    f.type.input.disabled = true;
+  }
   const status = statusLine();
   const save = h('button', { type: 'submit', class: 'primary', text: a ? 'Save attribute' : 'Add attribute' });
   const cancel = h('button', { type: 'button', text: 'Cancel' });
