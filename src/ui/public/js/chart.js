@@ -87,6 +87,7 @@ export function createBucketChart(box) {
   let plot = null;
   let ro = null;
   let view = null;
+  let destroyed = false;
 
   function series(attr) {
     return [
@@ -114,6 +115,7 @@ export function createBucketChart(box) {
 
   async function create() {
     const U = await loadUPlot();
+    if (destroyed || !view) return;
     if (plot) plot.destroy();
     const opts = {
       width: Math.max(240, box.clientWidth || 480),
@@ -181,6 +183,7 @@ export function createBucketChart(box) {
       if (plot) { plot.destroy(); plot = null; }
     },
     destroy() {
+      destroyed = true;
       this.clear();
       if (ro) { ro.disconnect(); ro = null; }
     },

@@ -11,6 +11,7 @@ import { NUMERIC } from './state.js';
 import { createBucketChart, fitIntervalMs, intervalParam, intervalText } from './chart.js';
 import { createWindowPicker } from './data-window.js';
 import { followModel } from './data-live.js';
+import { FATAL, RETRY_FIRST_MS, RETRY_MAX_MS } from './live.js';
 import { createAtMs, fmtTime, onZoneChanged, serverNow, setTimesInUtc, timesInUtc, zoneLabel } from './time.js';
 import { queryData } from './data-query.js';
 
@@ -180,8 +181,20 @@ export function createRecordsView(m) {
     renderPager();
     if (agg.status === 'fulfilled') { chartStatus.clear(); await drawChart(agg.value ? agg.value.buckets : []); }
     else { chart.clear(); chartStatus.error(`Loading the chart failed: ${messageOf(agg.reason)}`); }
-    if (before.status === 'rejected') { showLive('failed', before.reason); return; }
-    if (st.live && !document.hidden) startStream();
+    if (!st.live || document.hidden) return;
+    if (before.status === 'rejected') { retryLoad(before.reason); return; }
+    loadRetryMs = RETRY_FIRST_MS;
+    startStream();
+  }
+
+  /** The gateway could not be read: try again with back-off, as the stream does, unless it cannot help. */
+  let loadRetryMs = RETRY_FIRST_MS;
+  function retryLoad(error) {
+    if (FATAL.has(error && error.status)) { showLive('failed', error); return; }
+    showLive('retrying', error, loadRetryMs);
+    clearTimeout(reloadTimer);
+    reloadTimer = setTimeout(() => { reloadTimer = 0; load(); }, loadRetryMs);
+    loadRetryMs = Math.min(RETRY_MAX_MS, loadRetryMs * 2);
   }
 
   function pick(rec) {

@@ -7,7 +7,7 @@ export const RETRY_MAX_MS = 30_000;
 /** The server sends a comment every 15 s: this long without a byte means the connection is dead. */
 const IDLE_MS = 45_000;
 /** Answers that a retry cannot change: the parameters or the model are wrong. */
-const FATAL = new Set([400, 404, 405, 409, 414]);
+export const FATAL = new Set([400, 404, 405, 409, 414]);
 
 /**
  * Open a stream and keep it open: reconnect with doubling back-off (1 s to 30 s) after an error, a 401
