@@ -39,12 +39,15 @@ export function startServer(): Promise<TestService> {
   return startService({ secrets: [SECRET], logLevel: 'silent' });
 }
 
-/** Start the service and a browser page on it (expected 400/401/409 resource errors are not counted as problems). */
-export async function setup(): Promise<Env> {
+/**
+ * Start the service and a browser page on it (expected 400/401/409 resource errors are not counted as
+ * problems). The browser's time zone is UTC unless `timezoneId` names another.
+ */
+export async function setup(opts: { timezoneId?: string } = {}): Promise<Env> {
   const service = await startServer();
   const base = service.base;
   const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
-  const context = await browser.newContext({ viewport: { width: 1280, height: 860 }, acceptDownloads: true, locale: 'en-US', timezoneId: 'UTC' });
+  const context = await browser.newContext({ viewport: { width: 1280, height: 860 }, acceptDownloads: true, locale: 'en-US', timezoneId: opts.timezoneId ?? 'UTC' });
   const problems: string[] = [];
   // The service itself must send the strict CSP on documents: fail on a page served without it.
   context.on('response', (response) => {

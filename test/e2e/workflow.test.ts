@@ -138,9 +138,11 @@ describe('working order', () => {
     await expect.poll(() => page.locator('#latest').textContent()).toContain('24');
     expect(await page.locator('#latest').textContent()).toMatch(/create_at\d{4}-\d\d-\d\d \d\d:\d\d:\d\d/);
     await page.waitForSelector('#chart canvas');
-    await expect.poll(() => page.locator('#chart').getAttribute('aria-label')).toBe('Line chart of temperature over 6 records');
+    await expect.poll(() => page.locator('#chart').getAttribute('aria-label')).toMatch(
+      /^Chart of temperature over the last 24 h: 6 records, average per 10 min with its min–max band in 1 bucket, times in UTC$/,
+    );
     await page.waitForTimeout(200);
-    await shot(page, '08-data', { doc: 'data-view', fullPage: true });
+    await shot(page, '08-data', { fullPage: true });
 
     // paging, order and field selection
     await page.getByLabel('Page size').fill('4');
@@ -154,8 +156,11 @@ describe('working order', () => {
     await page.locator('.fields-pick').getByLabel('humidity').uncheck();
     await expect.poll(() => table.locator('thead').textContent()).not.toContain('humidity');
     expect(await table.locator('thead').textContent()).toContain('temperature');
-    await page.getByLabel('Auto-refresh').selectOption('2');
-    await page.getByLabel('Auto-refresh').selectOption('0');
+    await expect.poll(() => page.locator('#live-status').textContent()).toBe('Live');
+    await page.getByLabel('Live updates').uncheck();
+    await expect.poll(() => page.locator('#live-status').textContent()).toBe('Off: Refresh to update');
+    await page.getByLabel('Live updates').check();
+    await expect.poll(() => page.locator('#live-status').textContent()).toBe('Live');
 
     // --- quick request: exact URLs with the secret encoded (for HMIs given only a URL), curl lines with
     // the secret in X-Api-Secret, and they work as given

@@ -54,7 +54,7 @@ async function errorOf(res, path) {
  * Call the management API. Returns the envelope's `data`.
  * @param {string} method
  * @param {string} path e.g. 'schema/list'
- * @param {{params?: object, body?: any, auth?: boolean, tokenOverride?: string, headers?: object, signal?: AbortSignal}} [opts]
+ * @param {{params?: object, body?: any, auth?: boolean, tokenOverride?: string, headers?: object, signal?: AbortSignal, onResponse?: (res: Response) => void}} [opts]
  */
 export async function api(method, path, opts = {}) {
   const headers = { Accept: 'application/json', ...opts.headers };
@@ -72,6 +72,7 @@ export async function api(method, path, opts = {}) {
     if (e && e.name === 'AbortError') throw e;
     throw new ApiError(0, `Cannot reach the gateway (${e && e.message ? e.message : 'network error'})`, path);
   }
+  if (opts.onResponse) opts.onResponse(res);
   if (!res.ok) {
     const err = await errorOf(res, path);
     if (res.status === 401 && !opts.tokenOverride && opts.auth !== false) onUnauthorized(err);
