@@ -116,6 +116,8 @@ describe('backup, restore and import in the UI', () => {
     await page.getByRole('button', { name: 'Import', exact: true }).click();
     await page.getByText('Imported 2 rows from rows.csv as records 4–5.').waitFor();
     expect(await storedRecords()).toBe(5);
+    // The imported rows are from January: the default window (24 h) does not show them, all records do.
+    await page.getByLabel('Window', { exact: true }).selectOption('all');
     await expect.poll(() => page.locator('#page-info').textContent()).toContain('5 records');
 
     const bad = 'id,create_at,temp,note\n,2026-01-03T00:00:00Z,25.5,fine\n,2026-01-03T00:00:01Z,warm,broken\n';
