@@ -1,6 +1,7 @@
 /**
  * Ships one model's log to the hub: reads durable records from a position in id order (no copy: the log
- * is the buffer), publishes batches with several in flight, and advances the cursor only over a
+ * is the buffer), cuts them into batches at boundaries that depend on the records only (batching.ts),
+ * publishes them with several in flight, and advances the cursor only over a
  * contiguous run of acknowledged batches (a hub can lose one message and store the next, so the resume
  * point is the contiguous watermark, never "the newest acknowledged"). On any failed publish it stops
  * reading, lets the others settle, waits a jittered back-off and sends the unacknowledged batches again,
@@ -11,14 +12,16 @@
  * A clear (new generation) starts over at id 1 of the new generation.
  */
 import type { ModelLog } from '../store/model-log.js';
-import { batchMessage, gapMessage, type Message, recordLine, type ShippedModel } from './message.js';
+import type { RecordView } from '../store/types.js';
+import { BATCH_RECORDS_MAX, cutBatch, slotEndMs } from './batching.js';
+import { batchMessage, gapMessage, type Message, recordLineWriter, type ShippedModel } from './message.js';
 import type { Publisher } from './nats-link.js';
 import type { Cursor } from './cursors.js';
 import type { InflightBudget } from './budget.js';
 
-export const BATCH_RECORDS_MAX = 1000;
-export const BATCH_BYTES_MAX = 256 * 1024;
 export const POLL_MS = 20;
+/** durable() calls in flight at once: each covers the records saved before it, so the newest batch waits for one sync, not two. */
+const DURABLE_ASKS_MAX = 4;
 export const BACKOFF_MIN_MS = 250;
 export const BACKOFF_MAX_MS = 30_000;
 
@@ -69,8 +72,22 @@ export interface ShipperStatus {
 export class Shipper {
   private generation: string;
   private acked: number;
+  /** The first id not yet in a batch. */
   private readPos: number;
+  /** Records readPos..aheadEnd read from the log and not yet in a batch (a batch may need more than one read). */
+  private ahead: RecordView[] = [];
+  /** The NDJSON line of each record of `ahead`, made once even when the newest batch is cut again. */
+  private aheadLines: Array<string | undefined> = [];
+  private aheadEnd = 0;
+  /** Bumped whenever `ahead` must be dropped (update-last of an id in it, resend, clear): a read under way then is void. */
+  private aheadEpoch = 0;
+  /** Durable on disk: every id up to durableUpTo, and every record saved before durableAsOfMs. */
   private durableUpTo = 0;
+  private durableAsOfMs = 0;
+  private durableEpoch = 0;
+  private durableAsks = 0;
+  private durableAskedId = 0;
+  private durableError: Error | undefined;
   private resendFrom: number | undefined;
   private pending: Batch[] = [];
   private failing = false;
@@ -84,6 +101,7 @@ export class Shipper {
   private lastAckMs: number | undefined;
   private lastError: string | undefined;
   private readonly shipped: () => ShippedModel;
+  private lines: { generation: string; write: (r: RecordView) => string } | undefined;
 
   constructor(private readonly o: ShipperOptions) {
     const { log } = o;
@@ -93,7 +111,14 @@ export class Shipper {
     this.readPos = this.acked;
     this.shipped = () => ({ gateway: o.gateway, model: o.model, generation: this.generation });
     this.stopSupersede = log.onSupersede((id) => {
-      if (log.generation !== this.generation || id >= this.readPos) return;
+      if (log.generation !== this.generation) return;
+      // The newer value leaves only once it is durable, like every record.
+      if (id <= this.durableUpTo) this.forgetDurableFrom(id);
+      if (id >= this.readPos) {
+        if (id <= this.aheadEnd) this.dropAhead(); // read, not sent: read again for the newer value
+        this.wake();
+        return;
+      }
       this.resendFrom = Math.min(this.resendFrom ?? id, id);
       this.reportCursor();
       this.wake();
@@ -120,7 +145,7 @@ export class Shipper {
     const newestId = this.o.log.generation === this.generation ? this.o.log.idRange().lastId : 0;
     const nextId = this.cursorNextId();
     const lagRecords = Math.max(0, newestId - nextId + 1);
-    const head = this.pending[0]?.firstCreateAtMs ?? this.waitingSinceMs;
+    const head = this.pending[0]?.firstCreateAtMs ?? this.ahead[0]?.create_at ?? this.waitingSinceMs;
     return {
       generation: this.generation,
       nextId,
@@ -155,7 +180,7 @@ export class Shipper {
     }
   }
 
-  /** One turn of the loop: at most one batch read and sent, or one wait. */
+  /** One turn of the loop: at most one batch cut and sent, or one wait. */
   private async step(): Promise<void> {
     const { log } = this.o;
     if (log.generation !== this.generation) return this.newGeneration();
@@ -164,70 +189,148 @@ export class Shipper {
       // The newer version of a record goes out only after every batch before it is acknowledged.
       if (this.pending.length > 0) return this.settled(1000);
       this.acked = this.readPos = Math.min(this.readPos, this.resendFrom);
-      this.durableUpTo = Math.min(this.durableUpTo, this.readPos - 1);
+      this.dropAhead();
+      this.forgetDurableFrom(this.readPos);
       this.resendFrom = undefined;
       this.counts.resends++;
     }
-    if (this.readPos > this.durableUpTo) {
-      const { lastId } = log.idRange();
-      if (lastId < this.readPos) {
-        this.waitingSinceMs = undefined;
-        return this.idle();
-      }
-      this.waitingSinceMs ??= Date.now();
-      // Only records on disk under the store's durability leave the gateway: a power cut can then never
-      // hand the same id to another record after the hub got it. With sync = none, ask for the fdatasync.
-      await log.durable();
-      if (log.durability === 'none') await log.checkpoint();
-      if (log.generation !== this.generation) return;
-      this.durableUpTo = lastId;
+    if (this.durableError !== undefined) {
+      const err = this.durableError;
+      this.durableError = undefined;
+      throw err;
     }
-    if (!this.o.budget.hasRoom() && this.pending.length > 0) return this.settled(1000);
-    if (!this.o.budget.hasRoom()) return this.sleep(POLL_MS);
-    await this.readBatch(this.readPos, Math.min(this.durableUpTo, this.readPos + BATCH_RECORDS_MAX - 1));
+    const { lastId } = log.idRange();
+    if (lastId < this.readPos) {
+      this.waitingSinceMs = undefined;
+      return this.idle();
+    }
+    this.waitingSinceMs ??= Date.now();
+    // Only records on disk under the store's durability leave the gateway: a power cut can then never
+    // hand the same id to another record after the hub got it.
+    if (lastId > this.durableUpTo) this.askDurable();
+    if (this.readPos > this.durableUpTo) return this.sleep(POLL_MS);
+    if (!this.o.budget.hasRoom()) return this.pending.length > 0 ? this.settled(1000) : this.sleep(POLL_MS);
+    const notBeforeMs = await this.nextBatch();
+    if (notBeforeMs === undefined) return;
+    // The newest batch's slot may still get records: once it is over, ask what is durable since.
+    const waitMs = notBeforeMs - Date.now();
+    if (waitMs > 0) return this.sleep(waitMs);
+    this.askDurable();
+    return this.sleep(POLL_MS);
   }
 
-  private async readBatch(lo: number, hi: number): Promise<void> {
+  /**
+   * Reads what the batch at readPos needs and sends it; returns the time before which the newest batch
+   * cannot be closed, if that is why nothing was sent.
+   */
+  private async nextBatch(): Promise<number | undefined> {
     const { log } = this.o;
     const generation = this.generation;
+    const lo = this.readPos;
+    const want = Math.min(this.durableUpTo, lo + BATCH_RECORDS_MAX - 1);
+    if (this.ahead.length === 0) this.aheadEnd = lo - 1;
+    if (this.aheadEnd < want) {
+      const epoch = this.aheadEpoch;
+      const from = this.aheadEnd + 1;
+      this.aheadEnd = want; // an update-last of an id in from..want from now on voids this read
+      const read: RecordView[] = [];
+      for await (const r of log.iterate({ fromId: from, toId: want })) read.push(r);
+      if (log.generation !== generation || epoch !== this.aheadEpoch) return undefined;
+      if (log.idRange().firstId > from) {
+        // Retention removed records at the head (backlog_max_bytes): the gap starts at lo, read from there.
+        const gap = from === lo && this.sendGap(lo, read[0]?.id ?? want + 1);
+        if (gap || from !== lo) {
+          this.dropAhead();
+          return undefined;
+        }
+      }
+      for (const r of read) this.ahead.push(r);
+    }
     const m = this.shipped();
-    const lines: string[] = [];
-    let bytes = 0;
-    let lastRead = lo - 1;
-    let firstReadId: number | undefined;
-    let firstCreateAtMs: number | undefined;
-    const readUpTo = hi;
-    this.readPos = hi + 1; // a supersede of an id in lo..hi from now on is sent again
-    for await (const r of log.iterate({ fromId: lo, toId: hi })) {
-      const id = r.id as number;
-      firstReadId ??= id;
-      firstCreateAtMs ??= r.create_at;
-      const line = recordLine(m, r);
-      lines.push(line);
-      bytes += line.length + 1;
-      lastRead = id;
-      if (bytes >= BATCH_BYTES_MAX) break;
+    const line = this.lineWriter();
+    const lines = this.aheadLines;
+    const cut = cutBatch(lo, this.ahead, this.aheadEnd, (r, i) => (lines[i] ??= line(r)));
+    if (cut.open && cut.count > 0) {
+      // Became durable while reading: read those too before deciding where the newest batch ends.
+      if (this.aheadEnd < Math.min(this.durableUpTo, lo + BATCH_RECORDS_MAX - 1)) return undefined;
+      const closesAtMs = slotEndMs(this.ahead[cut.count - 1].create_at as number);
+      if (this.durableAsOfMs < closesAtMs) return closesAtMs;
     }
-    if (log.generation !== generation) return; // cleared while reading: these records belong to no one now
-    const lastId = bytes >= BATCH_BYTES_MAX ? lastRead : readUpTo;
-    this.readPos = lastId + 1;
-    const firstId = log.idRange().firstId;
-    const gapEnd = Math.min(firstId, firstReadId ?? lastId + 1) - 1;
-    if (gapEnd >= lo) {
-      // Retention removed these before the hub acknowledged them (backlog_max_bytes): say so.
-      this.counts.droppedRecords += gapEnd - lo + 1;
-      this.counts.gaps++;
-      this.o.warn(`uplink: model ${this.o.model}: ids ${lo}..${gapEnd} were removed by retention before the hub acknowledged them`);
-      this.send({ firstId: lo, lastId: gapEnd, records: 0, lost: gapEnd - lo + 1, firstCreateAtMs: undefined, message: gapMessage(this.o.prefix, m, lo, gapEnd, 'backlog_max_bytes') });
-      if (lines.length === 0) return;
-      lo = gapEnd + 1;
-    }
-    if (lines.length === 0) {
+    const firstCreateAtMs = this.ahead[0]?.create_at;
+    this.ahead = cut.count === this.ahead.length ? [] : this.ahead.slice(cut.count);
+    this.aheadLines = this.ahead.length === 0 ? [] : this.aheadLines.slice(cut.count);
+    this.readPos = cut.lastId + 1;
+    if (cut.lines.length === 0) {
       // Every id of the range was lost to corruption (recovery reported it): nothing to send.
-      this.send({ firstId: lo, lastId, records: 0, lost: 0, firstCreateAtMs: undefined, message: undefined });
-      return;
+      this.send({ firstId: lo, lastId: cut.lastId, records: 0, lost: 0, firstCreateAtMs: undefined, message: undefined });
+      return undefined;
     }
-    this.send({ firstId: lo, lastId, records: lines.length, lost: 0, firstCreateAtMs, message: batchMessage(this.o.prefix, m, lo, lastId, lines) });
+    this.send({ firstId: lo, lastId: cut.lastId, records: cut.lines.length, lost: 0, firstCreateAtMs, message: batchMessage(this.o.prefix, m, lo, cut.lastId, cut.lines) });
+    return undefined;
+  }
+
+  /** Retention removed lo..(first id in the log - 1) before the hub acknowledged them (backlog_max_bytes): say so. */
+  private sendGap(lo: number, firstReadId: number): boolean {
+    const gapEnd = Math.min(this.o.log.idRange().firstId, firstReadId) - 1;
+    if (gapEnd < lo) return false;
+    this.counts.droppedRecords += gapEnd - lo + 1;
+    this.counts.gaps++;
+    this.o.warn(`uplink: model ${this.o.model}: ids ${lo}..${gapEnd} were removed by retention before the hub acknowledged them`);
+    this.send({ firstId: lo, lastId: gapEnd, records: 0, lost: gapEnd - lo + 1, firstCreateAtMs: undefined, message: gapMessage(this.o.prefix, this.shipped(), lo, gapEnd, 'backlog_max_bytes') });
+    this.readPos = gapEnd + 1;
+    return true;
+  }
+
+  /** One writer per generation: the envelope is part of every line. */
+  private lineWriter(): (r: RecordView) => string {
+    if (this.lines?.generation !== this.generation) this.lines = { generation: this.generation, write: recordLineWriter(this.shipped()) };
+    return this.lines.write;
+  }
+
+  private dropAhead(): void {
+    this.ahead = [];
+    this.aheadLines = [];
+    this.aheadEnd = this.readPos - 1;
+    this.aheadEpoch++;
+  }
+
+  /**
+   * Asks the store to make what is saved now durable (sync = none: an fdatasync). Several asks may be
+   * under way, each covering what was saved before it, so the records saved during a sync are known
+   * durable at the next one.
+   */
+  private askDurable(): void {
+    const { log } = this.o;
+    const { lastId } = log.idRange();
+    if (this.durableAsks > 0 && (lastId <= this.durableAskedId || log.durability === 'none' || this.durableAsks >= DURABLE_ASKS_MAX)) return;
+    const atMs = Date.now();
+    const epoch = this.durableEpoch;
+    this.durableAsks++;
+    this.durableAskedId = Math.max(this.durableAskedId, lastId);
+    const made = log.durable().then(() => (log.durability === 'none' ? log.checkpoint() : undefined));
+    made.then(
+      () => {
+        this.durableAsks--;
+        if (epoch !== this.durableEpoch) return;
+        this.durableUpTo = Math.max(this.durableUpTo, lastId);
+        this.durableAsOfMs = Math.max(this.durableAsOfMs, atMs);
+        this.wake();
+      },
+      (err: Error) => {
+        this.durableAsks--;
+        if (epoch !== this.durableEpoch) return;
+        this.durableError = err;
+        this.wake();
+      },
+    );
+  }
+
+  /** A record from `id` on changed (update-last) or belongs to another generation: its durability is asked again. */
+  private forgetDurableFrom(id: number): void {
+    this.durableEpoch++;
+    this.durableUpTo = Math.min(this.durableUpTo, id - 1);
+    this.durableAsOfMs = 0;
+    this.durableAskedId = Math.min(this.durableAskedId, id - 1);
   }
 
   private send(b: Omit<Batch, 'state' | 'dropped' | 'message'> & { message: Message | undefined }): void {
@@ -289,7 +392,8 @@ export class Shipper {
     this.resendFrom = undefined;
     this.generation = this.o.log.generation;
     this.acked = this.readPos = this.o.log.idRange().firstId;
-    this.durableUpTo = 0;
+    this.dropAhead();
+    this.forgetDurableFrom(1);
     this.reportCursor();
     return Promise.resolve();
   }

@@ -26,6 +26,7 @@ export const CHROMIUM_ARGS = [
 
 export interface Env {
   base: string;
+  service: TestService;
   browser: Browser;
   context: BrowserContext;
   page: Page;
@@ -34,17 +35,17 @@ export interface Env {
   close(): Promise<void>;
 }
 
-/** The service with the harness secret and default limits. */
-export function startServer(): Promise<TestService> {
-  return startService({ secrets: [SECRET], logLevel: 'silent' });
+/** The service with the harness secret and default limits; `ini`: extra config lines per section. */
+export function startServer(ini?: Record<string, string[]>): Promise<TestService> {
+  return startService({ secrets: [SECRET], logLevel: 'silent', ...(ini === undefined ? {} : { ini }) });
 }
 
 /**
  * Start the service and a browser page on it (expected 400/401/409 resource errors are not counted as
- * problems). The browser's time zone is UTC unless `timezoneId` names another.
+ * problems). The browser's time zone is UTC unless `timezoneId` names another; `ini` adds config lines.
  */
-export async function setup(opts: { timezoneId?: string } = {}): Promise<Env> {
-  const service = await startServer();
+export async function setup(opts: { timezoneId?: string; ini?: Record<string, string[]> } = {}): Promise<Env> {
+  const service = await startServer(opts.ini);
   const base = service.base;
   const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
   const context = await browser.newContext({ viewport: { width: 1280, height: 860 }, acceptDownloads: true, locale: 'en-US', timezoneId: opts.timezoneId ?? 'UTC' });
@@ -69,7 +70,7 @@ export async function setup(opts: { timezoneId?: string } = {}): Promise<Env> {
   });
   mkdirSync(RESULTS, { recursive: true });
   return {
-    base, browser, context, page, problems,
+    base, service, browser, context, page, problems,
     async close() {
       await browser.close().catch(() => undefined);
       await service.close();

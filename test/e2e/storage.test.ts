@@ -25,6 +25,8 @@ describe('Storage tab', () => {
     await page.getByRole('heading', { name: 'Retention' }).waitFor();
     expect(await page.locator('#usage-records').textContent()).toBe('0');
     expect(await page.getByText(/^Free disk: .* of /).textContent()).toContain('writes stop below 256.0 MB');
+    // No [uplink] in the config: the tab says so.
+    expect(await page.locator('#uplink-state').textContent()).toBe('Uplink off.');
 
     const records = page.getByLabel('Keep at most (records)');
     await records.fill('-3');

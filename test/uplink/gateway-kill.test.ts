@@ -2,7 +2,8 @@
  * The whole service (real CLI child) shipping to a real 3-node JetStream cluster is killed with SIGKILL
  * while pushes and shipping run, several times; after the last restart it catches up from its cursor
  * file. The hub, after the consumer's upsert, must hold exactly the gateway's records: none lost, none
- * that the gateway does not have, each with the gateway's values. UPLINK_LONG=1: more rounds.
+ * that the gateway does not have, each with the gateway's values; and the stream itself nearly no
+ * record twice (the resent messages are cut as before and dropped by the hub's dedup). UPLINK_LONG=1: more rounds.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -65,7 +66,12 @@ describe.skipIf(SKIP_REASON !== undefined)('gateway kill -9 while shipping', () 
     const missing = records.filter((r) => byId.get(r.id)?.temp !== r.temp || byId.get(r.id)?.ph_value !== r.ph_value).map((r) => r.id);
     expect(missing.slice(0, 10), `${missing.length} records missing or different at the hub`).toEqual([]);
     expect(byId.size, 'ids at the hub the gateway does not have').toBe(records.length);
-    console.log(`gateway kill -9 x${ROUNDS}: ${records.length} records, ${hub.lines} lines in the stream (${hub.lines - records.length} resent after the kills, removed by the upsert)`);
+    const duplicates = hub.lines - records.length;
+    console.log(`gateway kill -9 x${ROUNDS}: ${records.length} records, ${hub.lines} lines in the stream (${duplicates} stored twice)`);
+    // Batch boundaries depend on the records only (src/uplink/batching.ts): what a killed gateway had sent
+    // goes out again in the same messages, which the hub's dedup window drops. (With boundaries that
+    // followed the timing, about a second of records per kill was stored twice.)
+    expect(duplicates, 'lines the hub stored twice').toBeLessThanOrEqual(records.length / 100);
     // /metrics carries the same figures.
     const metrics = await call(service.base, '/metrics', { token: ADMIN });
     expect(metrics.text).toMatch(/edge_uplink_connected 1/);

@@ -131,6 +131,19 @@ export class NatsCluster {
     }
   }
 
+  /** A JetStream manager, retried while a restarted cluster elects its meta leader. */
+  private async manager(nc: NatsConnection): Promise<JetStreamManager> {
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      try {
+        return await jetstreamManager(nc, { timeout: 5000 });
+      } catch (err) {
+        if (Date.now() > deadline) throw err;
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    }
+  }
+
   async streamLeader(jsm: JetStreamManager): Promise<string | undefined> {
     return (await jsm.streams.info('EDC')).cluster?.leader;
   }
@@ -181,7 +194,7 @@ export class NatsCluster {
   async readAll(): Promise<HubRecord[]> {
     const nc = await this.client();
     try {
-      const jsm = await jetstreamManager(nc);
+      const jsm = await this.manager(nc);
       const last = (await jsm.streams.info('EDC')).state.last_seq;
       const out: HubRecord[] = [];
       if (last === 0) return out;

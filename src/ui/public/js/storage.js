@@ -1,5 +1,5 @@
-// The Storage tab of a model: what it holds, the disk it lives on, its own retention (contract 14), and
-// its backup and restore (contract 15, transfers.js).
+// The Storage tab of a model: what it holds, the disk it lives on, its own retention (contract 14), its
+// backup and restore (contract 15, transfers.js) and its fleet uplink state (contract 17).
 import { h, mount, field, setFieldError, fmtBytes, fmtLocal } from './dom.js';
 import { get, put, messageOf } from './api.js';
 import { statusLine, busy, notify } from './ui.js';
@@ -27,9 +27,35 @@ function diskLine(disk) {
     low ? h('p', { class: 'status-line error', role: 'alert', text: 'Free space is below the reserve: writes are refused until space returns.' }) : null);
 }
 
+/** The fleet uplink for this model (contract 17, docs/uplink.md), from GET uplink/status. */
+function uplinkPanel(status, uuid) {
+  const panel = (...children) => h('section', { class: 'panel uplink', 'aria-labelledby': 'uplink-title' },
+    h('h2', { id: 'uplink-title', text: 'Uplink' }), ...children);
+  if (status instanceof Error) return panel(h('p', { class: 'status-line error', role: 'alert', text: `Loading the uplink state failed: ${messageOf(status)}` }));
+  if (status.engine === 'off') {
+    return panel(h('p', { id: 'uplink-state', text: 'Uplink off.' }),
+      h('p', { class: 'hint', text: 'Set [uplink] engine = nats to ship every record to a NATS JetStream hub.' }));
+  }
+  const u = status.models.find((x) => x.uuid === uuid);
+  if (!u) {
+    return panel(h('p', { id: 'uplink-state', text: `Not shipped to ${status.servers.join(', ')}.` }),
+      h('p', { class: 'hint', text: 'Only published models (those in [uplink] models, when set) are shipped.' }));
+  }
+  const row = (label, id, text, cls) => [h('dt', { text: label }), h('dd', { id, text, ...(cls ? { class: cls } : {}) })];
+  const dropped = u.droppedRecords > 0;
+  return panel(h('dl', { class: 'usage' },
+    ...row('Connected', 'uplink-connected', status.connected ? `yes, to ${status.server ?? status.servers[0]}` : 'no: records wait here'),
+    ...row('Lag', 'uplink-lag', `${u.lagRecords.toLocaleString()} records, ${u.lagSeconds.toFixed(1)} s`),
+    ...row('Backlog', 'uplink-backlog', fmtBytes(u.backlogBytes)),
+    ...row('Acknowledged', 'uplink-acked', `${u.ackedRecords.toLocaleString()} records since the start`),
+    ...row('Dropped', 'uplink-dropped', dropped ? `${u.droppedRecords.toLocaleString()} records in ${u.gaps} gap(s): [uplink] backlog_max_bytes` : '0', dropped ? 'error' : '')),
+  u.lastError && !status.connected ? h('p', { class: 'hint', text: `Last error: ${u.lastError}` }) : null);
+}
+
 export async function renderStorageTab(body, m) {
   mount(body, h('p', { class: 'muted', text: 'Loading…' }));
   let d;
+  const uplink = get('uplink/status').catch((e) => (e instanceof Error ? e : new Error(String(e))));
   try {
     d = await get('schema/detail', { uuid: m.uuid });
   } catch (e) {
@@ -83,5 +109,6 @@ export async function renderStorageTab(body, m) {
   mount(body,
     h('section', { class: 'panel', 'aria-labelledby': 'usage-title' }, h('h2', { id: 'usage-title', text: 'Usage' }), usage, diskLine(d.disk)),
     form,
-    backupPanel(m, d.usage ? d.usage.records : 0, onRestored));
+    backupPanel(m, d.usage ? d.usage.records : 0, onRestored),
+    uplinkPanel(await uplink, m.uuid));
 }

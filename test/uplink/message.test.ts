@@ -1,0 +1,79 @@
+/**
+ * The wire format's hot path (message.ts recordLineWriter) prints exactly what JSON.stringify of the
+ * envelope and the attributes would, and the batch boundaries (batching.ts) depend on the batch's first
+ * id and the records only, never on how much was read at once.
+ */
+import { describe, expect, it } from 'vitest';
+import { recordLineWriter } from '../../src/uplink/message.js';
+import { BATCH_BYTES_MAX, BATCH_RECORDS_MAX, SLOT_MS, cutBatch } from '../../src/uplink/batching.js';
+import type { RecordView } from '../../src/store/types.js';
+
+const m = { gateway: 'gw-1', model: 'SCHEMA1', generation: 'ab"cd' };
+
+function reference(r: RecordView): string {
+  const line: Record<string, unknown> = { gateway: m.gateway, model: m.model, generation: m.generation, id: r.id, create_at_ms: r.create_at };
+  for (const key of Object.keys(r)) if (key !== 'id' && key !== 'create_at' && !(key in line)) line[key] = r[key];
+  return JSON.stringify(line);
+}
+
+describe('record lines', () => {
+  it('equal JSON.stringify of the envelope and the attributes, for every kind of value', () => {
+    const write = recordLineWriter(m);
+    const records: RecordView[] = [
+      { id: 1, create_at: 1700000000000, temp: 21.5, n: -0, big: 1e21, small: 5e-7, ok: true, off: false, none: null },
+      { id: 2, create_at: 1700000000001, text: 'quote " backslash \\ newline \n tab \t é 😀 \u2028', nan: Number.NaN, inf: Number.POSITIVE_INFINITY },
+      { id: 3, create_at: 1700000000002, geo: { lat: 1.5, lng: -2 }, list: [1, 'a', null], gone: undefined, 'we"ird key': 1 },
+      { id: 4, create_at: 1700000000003, gateway: 'spoofed', model: 'x', generation: 'y', create_at_ms: 5, value: 7 },
+    ];
+    for (const r of records) {
+      expect(write(r)).toBe(reference(r));
+      expect(() => JSON.parse(write(r)) as unknown).not.toThrow();
+    }
+  });
+});
+
+function records(from: number, to: number, createAt: (id: number) => number): RecordView[] {
+  const out: RecordView[] = [];
+  for (let id = from; id <= to; id++) out.push({ id, create_at: createAt(id), v: id });
+  return out;
+}
+
+/** Every batch from `lo` on, reading `readSize` ids at a time as the shipper does. */
+function batches(all: RecordView[], lo: number, readSize: number): Array<[number, number]> {
+  const out: Array<[number, number]> = [];
+  const last = all[all.length - 1].id as number;
+  let ahead: RecordView[] = [];
+  let aheadEnd = lo - 1;
+  while (lo <= last) {
+    const want = Math.min(last, lo + BATCH_RECORDS_MAX - 1, aheadEnd + readSize);
+    ahead = ahead.concat(all.filter((r) => (r.id as number) > aheadEnd && (r.id as number) <= want));
+    aheadEnd = want;
+    const cut = cutBatch(lo, ahead, aheadEnd, (r) => JSON.stringify(r));
+    if (cut.open && aheadEnd < last) continue; // more to read before the batch can close
+    out.push([lo, cut.lastId]);
+    ahead = ahead.slice(cut.count);
+    lo = cut.lastId + 1;
+  }
+  return out;
+}
+
+describe('batch boundaries', () => {
+  it('end at a change of slot, at the id limit or at the byte limit, whatever was read at once', () => {
+    // 10 records per millisecond: a slot holds 10 * SLOT_MS records, more than a batch may.
+    const all = records(1, 5000, (id) => 1_000_000 + Math.floor(id / 10));
+    const bySlots = batches(all, 1, 5000);
+    for (const size of [1, 7, 100, 999]) expect(batches(all, 1, size)).toEqual(bySlots);
+    for (const [lo, hi] of bySlots) expect(hi - lo + 1).toBeLessThanOrEqual(BATCH_RECORDS_MAX);
+    // A restart from a batch start (the cursor) cuts the same batches from there on.
+    const [restartAt] = bySlots[3];
+    expect(batches(all, restartAt, 50)).toEqual(bySlots.slice(3));
+    // Slow records: one batch per slot.
+    const slow = records(1, 100, (id) => id * (SLOT_MS / 4));
+    expect(batches(slow, 1, 3).every(([lo, hi]) => hi - lo + 1 <= 4)).toBe(true);
+    // Large records: cut at the byte limit.
+    const large = records(1, 300, () => 5).map((r) => ({ ...r, blob: 'x'.repeat(4096) }));
+    const cuts = batches(large, 1, 300);
+    expect(cuts.length).toBeGreaterThan(1);
+    expect((cuts[0][1] - cuts[0][0] + 1) * 4100).toBeGreaterThanOrEqual(BATCH_BYTES_MAX);
+  });
+});
