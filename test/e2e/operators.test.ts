@@ -104,9 +104,10 @@ describe('inputs', () => {
     await page.getByRole('button', { name: '+ New input' }).click();
     await page.getByLabel('Name', { exact: true }).fill('sim');
     await page.getByLabel('Type').selectOption('SIMULATOR');
-    const tags = await page.locator('.sim tbody tr').evaluateAll((rows) => rows.map((r) => [...r.querySelectorAll('input')].map((i) => (i as unknown as { value: string }).value).slice(0, 4)));
-    expect(tags).toContainEqual(['ph', '0', '14', '2']);
-    expect(tags).toContainEqual(['dissolved_oxygen', '0', '50', '2']);
+    // The tag rows fill in once the model's attributes have loaded.
+    const readTags = () => page.locator('.sim tbody tr').evaluateAll((rows) => rows.map((r) => [...r.querySelectorAll('input')].map((i) => (i as unknown as { value: string }).value).slice(0, 4)));
+    await expect.poll(readTags).toContainEqual(['ph', '0', '14', '2']);
+    expect(await readTags()).toContainEqual(['dissolved_oxygen', '0', '50', '2']);
     await page.getByLabel('Interval (ms)').fill('100');
     await shot(page, 'op-02-simulator-defaults', { doc: 'simulator-defaults' });
     await page.getByRole('button', { name: 'Create input' }).click();
