@@ -32,11 +32,6 @@ export interface PoolOptions {
 }
 
 export const IDLE_STOP_MS_DEFAULT = 60_000;
-/**
- * V8 lets a busy thread's young generation grow to 3 x 16 MB; a worker's garbage is per-task
- * (payload strings, packed ops), so a small one costs a little more scavenging and saves that RSS.
- */
-const WORKER_YOUNG_GENERATION_MB = 6;
 /** A worker that is not ready by then (a wedged start) fails the task that waits for it. */
 const WORKER_START_MS_MAX = 30_000;
 
@@ -76,7 +71,6 @@ export class ScriptPool {
       idleTimeout: idleStopMs === 0 ? Infinity : idleStopMs,
       // Its run and wait time histograms (about 0.7 MB) are never read: rule timings are our own (stats.ts).
       recordTiming: false,
-      resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
       workerData: { timeoutMs: options.timeoutMs, memoryMb: options.memoryMb },
     });
   }
