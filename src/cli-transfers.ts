@@ -1,11 +1,13 @@
 /**
- * `edge-datacenter backup | restore | import`: contract section 15 offline, on the store directly (the
- * service must be stopped: the store's directory lock says so otherwise), with a progress bar on stderr.
+ * `edge-datacenter export | backup | restore | import`: contract section 15 offline, on the store
+ * directly (the service must be stopped: the store's directory lock says so otherwise), with a
+ * progress bar on stderr. cli.ts loads this module only for these commands.
  */
 import { createReadStream, createWriteStream, statSync, type WriteStream } from 'node:fs';
 import { once } from 'node:events';
 import cliProgress from 'cli-progress';
 import type { Config } from './config/types.js';
+import { exportChunks, type ExportFormat, type FormulaMode } from './http/export.js';
 import { ModelTransfers } from './models/backup.js';
 import { importFormat } from './models/import-rows.js';
 import { NotFoundError, StateError } from './errors.js';
@@ -74,6 +76,54 @@ async function withTransfers<T>(config: Config, command: OfflineCommand, run: (t
     return await run(new ModelTransfers(store, registry));
   } catch (err) {
     throw modelNotFoundIn(err, config.main.dataDir);
+  } finally {
+    await store.close();
+  }
+}
+
+export interface ExportCommandOptions {
+  format: ExportFormat;
+  formulas: FormulaMode;
+  fromId?: number;
+  toId?: number;
+}
+
+export async function exportCommand(config: Config, uuid: string, options: ExportCommandOptions, outFile: string | undefined): Promise<void> {
+  const { store, registry } = await openOffline(config, 'export');
+  try {
+    let model;
+    try {
+      model = registry.get(uuid);
+    } catch (err) {
+      throw modelNotFoundIn(err, config.main.dataDir);
+    }
+    const log = registry.log(uuid);
+    const { fromId, toId } = options;
+    const stats = log.stats();
+    const first = Math.max(fromId ?? stats.firstId, stats.firstId);
+    const last = Math.min(toId ?? stats.lastId, stats.lastId);
+    const progress = bar('export', 'records');
+    const out: WriteStream | NodeJS.WriteStream = outFile === undefined ? process.stdout : createWriteStream(outFile);
+    if (outFile !== undefined) await once(out, 'open');
+    progress.start(stats.total === 0 || last < first ? 0 : last - first + 1, 0);
+    let written = 0;
+    try {
+      const onRecords = (n: number): void => {
+        written += n;
+        progress.update(written);
+      };
+      for await (const chunk of exportChunks({ model, log, fromId, toId }, { format: options.format, formulas: options.formulas, onRecords })) {
+        if (!out.write(chunk)) await once(out, 'drain');
+      }
+    } finally {
+      progress.stop();
+    }
+    if (outFile !== undefined) {
+      const file = out as WriteStream;
+      file.end();
+      await once(file, 'close');
+      process.stderr.write(`exported ${written} records of ${model.uuid} to ${outFile}\n`);
+    }
   } finally {
     await store.close();
   }

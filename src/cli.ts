@@ -7,15 +7,11 @@
  * edge-datacenter import --model UUID [--format csv|jsonl] [--in FILE] [--config FILE]
  * edge-datacenter config --print-defaults
  */
-import { createWriteStream, type WriteStream } from 'node:fs';
-import { once } from 'node:events';
 import { parseArgs } from 'node:util';
-import cliProgress from 'cli-progress';
 import { pino, type Logger } from 'pino';
 import { defaultConfigText, loadConfig, type LoadedConfig } from './config/index.js';
 import { EdgeError, ListenError, UsageError } from './errors.js';
-import { exportChunks, exportFormat, formulaMode } from './http/export.js';
-import { backupCommand, importCommand, modelNotFoundIn, openOffline, restoreCommand } from './cli-transfers.js';
+import { exportFormat, formulaMode } from './http/export.js';
 import { hostPort, SERVICE_VERSION } from './http/server.js';
 import { startService, type RunningService } from './server.js';
 
@@ -135,64 +131,23 @@ async function serve(parsed: Parsed): Promise<void> {
   if (stopRequested !== undefined) shutdown(stopRequested);
 }
 
-async function writeChunk(out: WriteStream | NodeJS.WriteStream, chunk: string | Buffer): Promise<void> {
-  if (!out.write(chunk)) await once(out, 'drain');
-}
+/** The offline commands (and cli-progress) load only when one runs: `serve` never needs them. */
+const offline = (): Promise<typeof import('./cli-transfers.js')> => import('./cli-transfers.js');
 
 async function exportCommand(parsed: Parsed): Promise<void> {
-  const uuid = parsed.values.model;
-  if (uuid === undefined || uuid.length === 0) throw new UsageError('export needs --model UUID');
-  const format = exportFormat(parsed.values.format);
-  const formulas = formulaMode(parsed.values.formulas);
-  const fromId = idOption(parsed, 'from');
-  const toId = idOption(parsed, 'to');
+  const { exportCommand: run } = await offline();
+  const uuid = requiredModel(parsed, 'export');
+  const options = {
+    format: exportFormat(parsed.values.format),
+    formulas: formulaMode(parsed.values.formulas),
+    fromId: idOption(parsed, 'from'),
+    toId: idOption(parsed, 'to'),
+  };
   // As the HTTP export answers 400 (parameter 'from' must be at most 'to').
-  if (fromId !== undefined && toId !== undefined && fromId > toId) {
-    throw new UsageError(`--from must be at most --to (${toId}), got ${fromId}`);
+  if (options.fromId !== undefined && options.toId !== undefined && options.fromId > options.toId) {
+    throw new UsageError(`--from must be at most --to (${options.toId}), got ${options.fromId}`);
   }
-  const { loaded } = await load(parsed.values.config);
-  const { store, registry } = await openOffline(loaded.config, 'export');
-  try {
-    let model;
-    try {
-      model = registry.get(uuid);
-    } catch (err) {
-      throw modelNotFoundIn(err, loaded.config.main.dataDir);
-    }
-    const log = registry.log(uuid);
-    const stats = log.stats();
-    const first = Math.max(fromId ?? stats.firstId, stats.firstId);
-    const last = Math.min(toId ?? stats.lastId, stats.lastId);
-    const total = stats.total === 0 || last < first ? 0 : last - first + 1;
-    const bar = new cliProgress.SingleBar(
-      { stream: process.stderr, format: 'export [{bar}] {percentage}% | {value}/{total} records | {duration_formatted}' },
-      cliProgress.Presets.shades_classic,
-    );
-    const toFile = parsed.values.out !== undefined;
-    const out = toFile ? createWriteStream(parsed.values.out as string) : process.stdout;
-    if (toFile) await once(out, 'open');
-    bar.start(total, 0);
-    let written = 0;
-    try {
-      const onRecords = (n: number): void => {
-        written += n;
-        bar.update(written);
-      };
-      for await (const chunk of exportChunks({ model, log, fromId, toId }, { format, formulas, onRecords })) {
-        await writeChunk(out, chunk);
-      }
-    } finally {
-      bar.stop();
-    }
-    if (toFile) {
-      const file = out as WriteStream;
-      file.end();
-      await once(file, 'close');
-      process.stderr.write(`exported ${written} records of ${model.uuid} to ${parsed.values.out}\n`);
-    }
-  } finally {
-    await store.close();
-  }
+  await run((await load(parsed.values.config)).loaded.config, uuid, options, parsed.values.out);
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -222,13 +177,13 @@ async function main(argv: string[]): Promise<number> {
         await exportCommand(parsed);
         return 0;
       case 'backup':
-        await backupCommand((await load(parsed.values.config)).loaded.config, requiredModel(parsed, 'backup'), parsed.values.out);
+        await (await offline()).backupCommand((await load(parsed.values.config)).loaded.config, requiredModel(parsed, 'backup'), parsed.values.out);
         return 0;
       case 'restore':
-        await restoreCommand((await load(parsed.values.config)).loaded.config, parsed.values.in, parsed.values.replace === true);
+        await (await offline()).restoreCommand((await load(parsed.values.config)).loaded.config, parsed.values.in, parsed.values.replace === true);
         return 0;
       case 'import':
-        await importCommand((await load(parsed.values.config)).loaded.config, requiredModel(parsed, 'import'), parsed.values.format, parsed.values.in);
+        await (await offline()).importCommand((await load(parsed.values.config)).loaded.config, requiredModel(parsed, 'import'), parsed.values.format, parsed.values.in);
         return 0;
       case 'config':
         if (!parsed.values['print-defaults']) throw new UsageError('config needs --print-defaults');

@@ -205,7 +205,13 @@ export const CONFIG_KEYS: readonly KeySpec[] = [
   {
     section: 'scripts', key: 'workers',
     target: ['scripts', 'workers'], kind: 'int', min: 0, max: 256, default: 0,
-    help: 'Lua worker threads; 0 = CPU cores - 1, at least 1.',
+    help: 'Lua worker threads at most; 0 = CPU cores - 1, and 1 on boards with 2 cores or under 3 GiB of memory.',
+  },
+  {
+    section: 'scripts', key: 'worker_idle_s',
+    target: ['scripts', 'workerIdleS'], kind: 'int', min: 0, max: 86_400, default: 60,
+    help: 'A Lua worker without work for this many seconds stops and frees its memory; the next push or rule\n'
+      + 'check starts one again (a cold start, see docs/performance.md). 0: every worker starts with the service and never stops.',
   },
   {
     section: 'scripts', key: 'timeout_ms',

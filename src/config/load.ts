@@ -4,10 +4,10 @@
  */
 import { access, constants, readFile, stat } from 'node:fs/promises';
 import { mkdirDurable, removeTempFiles } from '../util/atomic-file.js';
-import { availableParallelism } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { InvalidArgumentError } from '../errors.js';
 import { mustBe } from '../util/messages.js';
+import { defaultWorkerCount } from '../scripts/worker-count.js';
 import { credentialsPath, resolveCredentials } from './credentials.js';
 import { scanIni } from './ini-text.js';
 import { CONFIG_KEYS, envName, keyName, type KeySpec, type ListKey } from './keys.js';
@@ -86,7 +86,7 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Loade
   }
   checkTlsKeys(config.http);
   checkUplink(config.uplink);
-  if (config.scripts.workers === 0) config.scripts.workers = Math.max(1, availableParallelism() - 1);
+  if (config.scripts.workers === 0) config.scripts.workers = defaultWorkerCount();
   if (configuredToken !== undefined && configuredToken.length < 16) {
     warn('[main] admin_token is shorter than 16 characters; anyone who can reach the port may guess it');
   }

@@ -50,8 +50,10 @@ export interface Config {
     diskReserveBytes: number;
   };
   scripts: {
-    /** Worker threads running Lua; 0 in the file means (cores - 1, at least 1). */
+    /** Worker threads running Lua at most; 0 in the file means defaultWorkerCount(). */
     workers: number;
+    /** A worker idle this long stops; 0: workers start with the service and never stop. */
+    workerIdleS: number;
     /** Soft limit per invocation (Lua instruction hook). */
     timeoutMs: number;
     /** Hard limit: the worker is ended and replaced. */

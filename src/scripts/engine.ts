@@ -50,8 +50,8 @@ export class ScriptEngine {
   static async open(opts: ScriptEngineOptions): Promise<ScriptEngine> {
     await mkdirDurable(opts.dataDir);
     const [rules, inends] = await Promise.all([RuleBook.open(opts.dataDir), InendBook.open(opts.dataDir)]);
-    const { workers, timeoutMs, hardTimeoutMs, memoryMb } = opts.config;
-    const pool = new ScriptPool({ workers, timeoutMs, hardTimeoutMs, memoryMb, workerFile: opts.workerFile });
+    const { workers, workerIdleS, timeoutMs, hardTimeoutMs, memoryMb } = opts.config;
+    const pool = new ScriptPool({ workers, timeoutMs, hardTimeoutMs, memoryMb, idleStopMs: workerIdleS * 1000, workerFile: opts.workerFile });
     const engine = new ScriptEngine(opts, pool, rules, inends);
     for (const inend of inends.list()) engine.startInput(inend);
     return engine;

@@ -6,23 +6,34 @@
  * Each task has an owner (its input). A freed worker goes to the waiting task whose owner holds the
  * fewest workers, oldest first: an input that keeps every worker busy with slow rules cannot make
  * another input wait for more than the first of its tasks to finish.
+ *
+ * Workers start on demand and stop after `idleStopMs` without work, so an idle service holds no
+ * isolate or wasm heap (docs/performance.md, "Memory"). A task that finds no worker for its slot
+ * first starts one with a `start` task outside the hard time limit: a cold start (isolate, wasm
+ * compile) is several times slower on an ARM board and must not count as the rule's running time.
  */
-import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { WorkerLostError } from '../errors.js';
-import type { CompileTask, RunResult, RunTask, WorkerTask } from './protocol.js';
+import type { CompileTask, RunResult, RunTask, StartTask, WorkerTask } from './protocol.js';
 import type { ValidationResult } from './types.js';
+import { defaultWorkerCount } from './worker-count.js';
 
 export interface PoolOptions {
-  /** 0 = cores - 1, at least 1. */
+  /** Workers at most; 0 = defaultWorkerCount(). */
   workers: number;
   timeoutMs: number;
   hardTimeoutMs: number;
   memoryMb: number;
+  /** A worker without work this long stops; 0 = all workers start now and never stop. Default 60 s. */
+  idleStopMs?: number;
   /** Compiled worker module; defaults to dist/scripts/worker.js beside this module's compiled form. */
   workerFile?: string;
 }
+
+export const IDLE_STOP_MS_DEFAULT = 60_000;
+/** A worker that is not ready by then (a wedged start) fails the task that waits for it. */
+const WORKER_START_MS_MAX = 30_000;
 
 /** /healthz says degraded while a worker fault is younger than this. */
 const FAULT_WINDOW_MS = 60_000;
@@ -40,10 +51,6 @@ export function defaultWorkerFile(moduleUrl: string = import.meta.url): string {
   return compiled.replace(/[^\\/]+$/, 'worker.js');
 }
 
-export function defaultWorkerCount(): number {
-  return Math.max(1, availableParallelism() - 1);
-}
-
 export class ScriptPool {
   readonly size: number;
   private readonly piscina: Piscina;
@@ -56,12 +63,14 @@ export class ScriptPool {
 
   constructor(private readonly options: PoolOptions) {
     this.size = options.workers > 0 ? options.workers : defaultWorkerCount();
+    const idleStopMs = options.idleStopMs ?? IDLE_STOP_MS_DEFAULT;
     this.piscina = new Piscina({
       filename: options.workerFile ?? defaultWorkerFile(),
-      minThreads: this.size,
+      minThreads: idleStopMs === 0 ? this.size : 0,
       maxThreads: this.size,
-      // A worker start costs an isolate, a wasm compile and rule compiles: never let them idle out.
-      idleTimeout: Infinity,
+      idleTimeout: idleStopMs === 0 ? Infinity : idleStopMs,
+      // Its run and wait time histograms (about 0.7 MB) are never read: rule timings are our own (stats.ts).
+      recordTiming: false,
       workerData: { timeoutMs: options.timeoutMs, memoryMb: options.memoryMb },
     });
   }
@@ -75,6 +84,11 @@ export class ScriptPool {
     return this.submit(task, 'compile') as Promise<ValidationResult>;
   }
 
+  /** Worker threads running or starting now. */
+  get workers(): number {
+    return this.piscina.threads.length;
+  }
+
   async close(): Promise<void> {
     await this.piscina.destroy();
   }
@@ -82,6 +96,7 @@ export class ScriptPool {
   private async submit(task: WorkerTask, owner: string): Promise<unknown> {
     await this.acquire(owner);
     try {
+      if (this.piscina.threads.length < this.busy) await this.startWorker();
       return await this.piscina.run(task, { signal: AbortSignal.timeout(this.options.hardTimeoutMs) });
     } catch (err) {
       const aborted = (err as Error).name === 'AbortError';
@@ -92,6 +107,18 @@ export class ScriptPool {
       );
     } finally {
       this.release(owner);
+    }
+  }
+
+  /** Piscina starts a worker for a task it cannot place; this one only waits for it to be ready. */
+  private async startWorker(): Promise<void> {
+    const start: StartTask = { kind: 'start' };
+    try {
+      await this.piscina.run(start, { signal: AbortSignal.timeout(WORKER_START_MS_MAX) });
+    } catch (err) {
+      const message = (err as Error).name === 'AbortError' ? `not ready after ${WORKER_START_MS_MAX} ms` : (err as Error).message;
+      this.noteFault(`worker did not start: ${message}`);
+      throw new WorkerLostError(`worker did not start: ${message}`, { cause: err });
     }
   }
 

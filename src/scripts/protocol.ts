@@ -1,6 +1,6 @@
 /**
  * The messages between the main thread and the script workers: the tasks the pool sends (`RunTask`,
- * `CompileTask`), what a run sends back (`RunResult`), and the packing of its records.
+ * `CompileTask`, `StartTask`), what a run sends back (`RunResult`), and the packing of its records.
  *
  * Records travel packed. A structured clone of thousands of small `{payload, rule, modelId, kind,
  * record}` objects costs ~1.4 µs per record split between the two threads (every property name is
@@ -42,7 +42,12 @@ export interface CompileTask {
   failed: string;
 }
 
-export type WorkerTask = RunTask | CompileTask;
+/** Answered `{ ok: true }` once the worker's sandbox is ready: how the pool waits out a cold start. */
+export interface StartTask {
+  kind: 'start';
+}
+
+export type WorkerTask = RunTask | CompileTask | StartTask;
 export type WorkerAnswer = RunResult | ValidationResult;
 
 export interface RecordOp {

@@ -95,7 +95,14 @@ export class ScriptWorker {
   }
 
   handle(task: WorkerTask): WorkerAnswer {
-    return task.kind === 'compile' ? this.validate(task) : this.run(task);
+    switch (task.kind) {
+      case 'compile':
+        return this.validate(task);
+      case 'start':
+        return { ok: true };
+      default:
+        return this.run(task);
+    }
   }
 
   private validate(task: CompileTask): ValidationResult {

@@ -1,9 +1,10 @@
 import { mkdtemp, readFile, readdir, rm, stat, writeFile, chmod, mkdir, symlink } from 'node:fs/promises';
-import { availableParallelism, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { credentialsPath, defaultConfigText, loadConfig } from '../../src/config/index.js';
 import { InvalidArgumentError } from '../../src/errors.js';
+import { defaultWorkerCount } from '../../src/scripts/worker-count.js';
 
 let dir: string;
 beforeEach(async () => {
@@ -35,7 +36,7 @@ describe('loadConfig defaults', () => {
         retentionMaxRecords: 0, retentionMaxBytes: 0, retentionMaxAgeHours: 0, clockJumpMaxS: 300, sealedFdsMax: 64, diskReserveBytes: 268_435_456,
       });
       expect(config.scripts).toEqual({
-        workers: Math.max(1, availableParallelism() - 1), timeoutMs: 200, hardTimeoutMs: 2000, memoryMb: 32, queueMax: 10000,
+        workers: defaultWorkerCount(), workerIdleS: 60, timeoutMs: 200, hardTimeoutMs: 2000, memoryMb: 32, queueMax: 10000,
       });
       expect(config.main.logLevel).toBe('info');
       expect(firstStart).toBe(true);

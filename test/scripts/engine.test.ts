@@ -270,7 +270,7 @@ describe('inputs', () => {
 
     // Reopen from the same data directory.
     await h.engine.close();
-    const reopened = await ScriptEngine.open({ dataDir: h.dir, config: { workers: 1, timeoutMs: 200, hardTimeoutMs: 2000, memoryMb: 16, queueMax: 100 }, registry: h.registry });
+    const reopened = await ScriptEngine.open({ dataDir: h.dir, config: { workers: 1, workerIdleS: 60, timeoutMs: 200, hardTimeoutMs: 2000, memoryMb: 16, queueMax: 100 }, registry: h.registry });
     try {
       expect(reopened.getRule(rule.uuid)).toMatchObject({ name: 'r', fromSource: [inend.uuid] });
       expect(reopened.getInend(inend.uuid)).toMatchObject({ name: 'plc', description: 'line 1' });

@@ -25,7 +25,7 @@ export function modbusPayload(values: Record<string, number>): string {
   return JSON.stringify(Object.entries(values).map(([tag, value]) => ({ tag, value })));
 }
 
-export const SCRIPT_LIMITS: Config['scripts'] = { workers: 2, timeoutMs: 200, hardTimeoutMs: 1500, memoryMb: 16, queueMax: 10_000 };
+export const SCRIPT_LIMITS: Config['scripts'] = { workers: 2, workerIdleS: 60, timeoutMs: 200, hardTimeoutMs: 1500, memoryMb: 16, queueMax: 10_000 };
 
 export interface Harness {
   dir: string;
