@@ -89,7 +89,7 @@ describe('backup', () => {
     expect(JSON.parse(lines[2])).toMatchObject({ id: 2, temp: 0.25, count: 1, on: false, label: 'r,"1"\n', pos: '1.5,-2' });
   });
 
-  it('is a snapshot while writes continue: exactly the records up to the newest id at its start', async () => {
+  it('is a snapshot while writes continue (500 records a millisecond): the records up to the newest id at its start, and it restores', async () => {
     const s = await service();
     const uuid = await sensorModel(s);
     writeRecords(s, uuid, 50_000);
@@ -110,6 +110,12 @@ describe('backup', () => {
     expect(written).toBeGreaterThan(header.records);
     expect(lines.length - 1).toBe(header.records);
     lines.slice(1).forEach((line, i) => expect(JSON.parse(line).id).toBe(i + 1));
+    // That backup restores on another gateway: every record of the snapshot, the same values.
+    const b = await service();
+    const r = await post(b, '/api/v1/datacenter/restore', text);
+    expect(r.status, r.text).toBe(200);
+    expect(r.body.data).toMatchObject({ uuid, records: header.records });
+    expect(await allRecords(b, uuid)).toEqual((await allRecords(s, uuid)).slice(0, header.records));
   });
 
   it('needs the admin token and names a missing or unknown model', async () => {
