@@ -5,6 +5,7 @@ import { rawFetch, del, messageOf } from './api.js';
 import { notify, confirmDialog } from './ui.js';
 import { createRecordsView } from './data-records.js';
 import { importSection } from './transfers.js';
+import { receive, saveAs } from './download.js';
 
 export { queryData } from './data-query.js';
 
@@ -51,45 +52,23 @@ export function renderDataTab(ctx, body, m) {
     const expected = records.storedTotal();
     try {
       const res = await rawFetch('datacenter/exportData', { uuid: m.uuid, format }, exportAbort.signal);
-      const reader = res.body.getReader();
-      const chunks = [];
-      let bytes = 0;
-      let lines = 0;
-      let lastPaint = 0;
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        chunks.push(value);
-        bytes += value.length;
-        for (let i = 0; i < value.length; i++) if (value[i] === 10) lines++;
-        const now = performance.now();
-        if (now - lastPaint > 100) {
-          lastPaint = now;
-          if (format === 'xlsx') {
-            // A compressed workbook has no line per record: bytes are all there is to show.
-            progressText.textContent = `Receiving: ${fmtBytes(bytes)}${expected ? ` for about ${expected} records` : ''}…`;
-          } else {
-            const recs = format === 'csv' ? Math.max(0, lines - 1) : lines;
-            if (expected > 0) { progress.max = expected; progress.value = Math.min(recs, expected); }
-            progressText.textContent = `Receiving: ${fmtBytes(bytes)}, ${recs} record${recs === 1 ? '' : 's'}${expected ? ` of about ${expected}` : ''}…`;
-          }
+      const { chunks, bytes, lines } = await receive(res, (p) => {
+        if (format === 'xlsx') {
+          // A compressed workbook has no line per record: bytes are all there is to show.
+          progressText.textContent = `Receiving: ${fmtBytes(p.bytes)}${expected ? ` for about ${expected} records` : ''}…`;
+          return;
         }
-      }
+        const recs = format === 'csv' ? Math.max(0, p.lines - 1) : p.lines;
+        if (expected > 0) { progress.max = expected; progress.value = Math.min(recs, expected); }
+        progressText.textContent = `Receiving: ${fmtBytes(p.bytes)}, ${recs} record${recs === 1 ? '' : 's'}${expected ? ` of about ${expected}` : ''}…`;
+      });
       const recs = format === 'xlsx' ? expected : format === 'csv' ? Math.max(0, lines - 1) : lines;
       progress.max = 1; progress.value = 1;
       const type = res.headers.get('Content-Type') || (format === 'csv' ? 'text/csv' : 'application/x-ndjson');
-      const blob = new Blob(chunks, { type });
       const cd = res.headers.get('Content-Disposition') || '';
       const mm = /filename\*?=(?:UTF-8'')?"?([^";]+)"?/i.exec(cd);
       const stampName = new Date().toISOString().replace(/[:.]/g, '-').slice(0, 19);
-      let filename = mm ? decodeURIComponent(mm[1]) : `${m.name}-${stampName}.${format}`;
-      filename = filename.replace(/[/\\]/g, '_');
-      const url = URL.createObjectURL(blob);
-      const a = h('a', { href: url, download: filename, class: 'offscreen' });
-      document.body.appendChild(a);
-      a.click();
-      a.remove();
-      setTimeout(() => URL.revokeObjectURL(url), 60_000);
+      const filename = saveAs(chunks, type, mm ? decodeURIComponent(mm[1]) : `${m.name}-${stampName}.${format}`);
       progressText.className = 'status-line ok';
       progressText.textContent = `Exported ${recs} record${recs === 1 ? '' : 's'} (${fmtBytes(bytes)}) to ${filename}.`;
     } catch (e) {

@@ -1,6 +1,7 @@
 // Backup, restore and import (contract 15) in the browser: a model's backup downloaded, a backup file
 // restored (asking first when it replaces a model that exists), an export file imported into a model.
 // Uploads go with the admin token in the Authorization header (api.js uploadFile), never in a URL.
+import { receive, saveAs } from './download.js';
 import { h, fmtBytes, uid } from './dom.js';
 import { get, rawFetch, uploadFile, messageOf } from './api.js';
 import { confirmDialog, statusLine } from './ui.js';
@@ -183,31 +184,11 @@ async function downloadBackup(m, records, btn, status) {
   status.info('Starting the backup…');
   try {
     const res = await rawFetch('datacenter/backup', { uuid: m.uuid });
-    const reader = res.body.getReader();
-    const chunks = [];
-    let bytes = 0;
-    let lines = 0;
-    let lastPaint = 0;
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      chunks.push(value);
-      bytes += value.length;
-      for (let i = 0; i < value.length; i++) if (value[i] === 10) lines++;
-      if (performance.now() - lastPaint > 100) {
-        lastPaint = performance.now();
-        status.info(`Receiving the backup: ${fmtBytes(bytes)}, ${Math.max(0, lines - 1)} of about ${records} records…`);
-      }
-    }
+    const { chunks, bytes, lines } = await receive(res, (p) =>
+      status.info(`Receiving the backup: ${fmtBytes(p.bytes)}, ${Math.max(0, p.lines - 1)} of about ${records} records…`));
     const cd = res.headers.get('Content-Disposition') || '';
     const match = /filename="?([^";]+)"?/i.exec(cd);
-    const filename = (match ? match[1] : `${m.uuid}.backup.jsonl`).replace(/[/\\]/g, '_');
-    const url = URL.createObjectURL(new Blob(chunks, { type: 'application/x-ndjson' }));
-    const a = h('a', { href: url, download: filename, class: 'offscreen' });
-    document.body.appendChild(a);
-    a.click();
-    a.remove();
-    setTimeout(() => URL.revokeObjectURL(url), 60_000);
+    const filename = saveAs(chunks, 'application/x-ndjson', match ? match[1] : `${m.uuid}.backup.jsonl`);
     const n = Math.max(0, lines - 1);
     status.ok(`Backed up ${n} record${n === 1 ? '' : 's'} (${fmtBytes(bytes)}) to ${filename}.`);
   } catch (e) {
