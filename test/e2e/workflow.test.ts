@@ -198,7 +198,13 @@ describe('working order', () => {
     expect(jsonl.map((r) => r.id)).toEqual([1, 2, 3, 4, 5, 6]);
     await shot(page, '10-exported');
 
-    // --- clear: the confirmation needs the model's name and advises an export
+    // --- clear: the confirmation offers an export first, and needs the model's name
+    await page.getByRole('button', { name: 'Clear all data…' }).click();
+    const offered = page.getByRole('dialog');
+    const exported = page.waitForEvent('download');
+    await offered.getByRole('button', { name: 'Export now' }).click();
+    expect((await exported).suggestedFilename()).toMatch(/^greenhouse-\d{8}-\d{6}\./);
+    expect(await page.getByRole('dialog').count()).toBe(0);
     await page.getByRole('button', { name: 'Clear all data…' }).click();
     const clear = page.getByRole('dialog');
     expect(await clear.textContent()).toMatch(/export/i);

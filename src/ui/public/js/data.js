@@ -93,6 +93,7 @@ export function renderDataTab(ctx, body, m) {
         h('p', { text: 'Export the data first if you may need it. The model and its attributes stay.' }),
       ],
       confirmLabel: 'Clear all data', danger: true, typeToConfirm: m.name,
+      other: { label: 'Export now', run: () => { exportBtn.focus(); runExport(); } },
       action: () => del('datacenter/clearSchemaData', { uuid: m.uuid }),
     });
     if (ok) {

@@ -36,7 +36,8 @@ export function statusLine() {
 /**
  * A modal confirmation (<dialog>). Resolves true on confirm.
  * opts: title, body (nodes or text), confirmLabel, danger, typeToConfirm (string the user must type),
- * action (async fn run on confirm; its error is shown in the dialog and keeps it open).
+ * action (async fn run on confirm; its error is shown in the dialog and keeps it open), other ({label, run}:
+ * a button that closes the dialog and runs something else instead).
  */
 export function confirmDialog(opts) {
   return new Promise((resolve) => {
@@ -55,11 +56,13 @@ export function confirmDialog(opts) {
       typed.addEventListener('input', () => { okBtn.disabled = typed.value !== opts.typeToConfirm; });
     }
     const cancel = h('button', { type: 'button', text: opts.cancelLabel || 'Cancel' });
+    // `other`: {label, run}, a way out that does something else instead (e.g. "Export now" before a clear).
+    const other = opts.other ? h('button', { type: 'button', text: opts.other.label }) : null;
     const form = h('form', { method: 'dialog' },
       h('h2', { id: titleId, text: opts.title }),
       h('div', { id: bodyId, class: 'dlg-body' }, opts.body),
       typedField, err,
-      h('div', { class: 'actions' }, cancel, okBtn));
+      h('div', { class: 'actions' }, cancel, other, okBtn));
     const dlg = h('dialog', { 'aria-labelledby': titleId, 'aria-describedby': bodyId, class: opts.danger ? 'danger-dlg' : '' }, form);
     document.body.appendChild(dlg);
     const opener = document.activeElement;
@@ -73,6 +76,7 @@ export function confirmDialog(opts) {
       resolve(v);
     };
     cancel.addEventListener('click', () => finish(false));
+    if (other) other.addEventListener('click', () => { finish(false); opts.other.run(); });
     dlg.addEventListener('cancel', (e) => { e.preventDefault(); finish(false); });
     form.addEventListener('submit', async (e) => {
       e.preventDefault();
