@@ -11,7 +11,8 @@ import type { Guard, Router } from './router.js';
 export interface MonitorSources {
   registry: RegistryView;
   engine: EngineView;
-  metrics: Metrics;
+  /** Loads the metrics on the first scrape (prom-client is not loaded before). */
+  metrics: () => Promise<Metrics>;
   /** The admin token, or the separate `[main] metrics_token` when one is configured. */
   monitor: Guard;
   version: string;
@@ -21,13 +22,10 @@ export function addMonitorRoutes(router: Router, src: MonitorSources): void {
   const { registry, engine, metrics, monitor } = src;
   const startedAt = Date.now();
   router.group({ prefix: '', guard: monitor }, (g) => {
-    g.get('/metrics', async () =>
-      new RawReply(
-        200,
-        { 'Content-Type': metrics.contentType, 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' },
-        await metrics.text(),
-      ),
-    );
+    g.get('/metrics', async () => {
+      const m = await metrics();
+      return new RawReply(200, { 'Content-Type': m.contentType, 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' }, await m.text());
+    });
   });
   // The version tells an attacker which known flaws to try: it only goes to a caller whose token passed
   // the monitor guard, and a wrong token is a 401, so this is no quiet oracle for guessing tokens.

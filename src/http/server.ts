@@ -9,10 +9,9 @@ import { ConnectionGate } from './connections.js';
 import { addDatacenterRoutes } from './datacenter-routes.js';
 import { addBackupRoutes } from './backup-routes.js';
 import type { HttpDeps } from './deps.js';
-import { createMetrics } from './metrics.js';
+import type { Metrics } from './metrics.js';
 import { addMonitorRoutes } from './monitor-routes.js';
 import { addUplinkRoutes } from './uplink-routes.js';
-import { registerUplinkMetrics } from './uplink-metrics.js';
 import { addQueryRoutes } from './query-routes.js';
 import { addHmiRoutes } from './hmi-routes.js';
 import { LiveHub } from './live.js';
@@ -82,12 +81,19 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
   addBackupRoutes(router, deps.transfers, admin, audit);
   addScriptRoutes(router, engine, { admin, pushToken: pushTokenGuard(engine, failures) }, audit);
   addUplinkRoutes(router, deps.uplink, admin);
-  const metrics = createMetrics({ registry, engine, router, connections, throttle });
-  if (deps.uplink !== undefined) registerUplinkMetrics(metrics.registry, deps.uplink);
+  // prom-client costs about 4 MiB of a small gateway's memory: it is loaded at the first scrape.
+  let metrics: Promise<Metrics> | undefined;
+  const loadMetrics = (): Promise<Metrics> =>
+    (metrics ??= (async () => {
+      const [{ createMetrics }, { registerUplinkMetrics }] = await Promise.all([import('./metrics.js'), import('./uplink-metrics.js')]);
+      const created = createMetrics({ registry, engine, router, connections, throttle });
+      if (deps.uplink !== undefined) registerUplinkMetrics(created.registry, deps.uplink);
+      return created;
+    })());
   addMonitorRoutes(router, {
     registry,
     engine,
-    metrics,
+    metrics: loadMetrics,
     monitor: adminGuard(new SecretSet([config.main.adminToken, config.main.metricsToken]), failures, 'metrics or admin token'),
     version: SERVICE_VERSION,
   });
