@@ -103,8 +103,7 @@ export async function exportCommand(config: Config, uuid: string, options: Expor
     const first = Math.max(fromId ?? stats.firstId, stats.firstId);
     const last = Math.min(toId ?? stats.lastId, stats.lastId);
     const progress = bar('export', 'records');
-    const out: WriteStream | NodeJS.WriteStream = outFile === undefined ? process.stdout : createWriteStream(outFile);
-    if (outFile !== undefined) await once(out, 'open');
+    const out = await openOutput(outFile);
     progress.start(stats.total === 0 || last < first ? 0 : last - first + 1, 0);
     let written = 0;
     try {
@@ -113,20 +112,33 @@ export async function exportCommand(config: Config, uuid: string, options: Expor
         progress.update(written);
       };
       for await (const chunk of exportChunks({ model, log, fromId, toId }, { format: options.format, formulas: options.formulas, onRecords })) {
-        if (!out.write(chunk)) await once(out, 'drain');
+        await out.write(chunk);
       }
     } finally {
       progress.stop();
     }
-    if (outFile !== undefined) {
-      const file = out as WriteStream;
-      file.end();
-      await once(file, 'close');
-      process.stderr.write(`exported ${written} records of ${model.uuid} to ${outFile}\n`);
-    }
+    if (await out.finish()) process.stderr.write(`exported ${written} records of ${model.uuid} to ${outFile}\n`);
   } finally {
     await store.close();
   }
+}
+
+/** Standard output, or the file `outFile` opened before the first chunk. */
+async function openOutput(outFile: string | undefined): Promise<{ write(chunk: string | Buffer): Promise<void>; finish(): Promise<boolean> }> {
+  const out: WriteStream | NodeJS.WriteStream = outFile === undefined ? process.stdout : createWriteStream(outFile);
+  if (outFile !== undefined) await once(out, 'open');
+  return {
+    async write(chunk) {
+      if (!out.write(chunk)) await once(out, 'drain');
+    },
+    /** Closes a file and waits until it is; true when there was one. */
+    async finish() {
+      if (outFile === undefined) return false;
+      (out as WriteStream).end();
+      await once(out, 'close');
+      return true;
+    },
+  };
 }
 
 export async function backupCommand(config: Config, uuid: string, outFile: string | undefined): Promise<void> {
@@ -134,8 +146,7 @@ export async function backupCommand(config: Config, uuid: string, outFile: strin
     const progress = bar('backup', 'records');
     let total = 0;
     const { chunks } = transfers.backup(uuid, { onRecords: (n) => progress.update(n) });
-    const out: WriteStream | NodeJS.WriteStream = outFile === undefined ? process.stdout : createWriteStream(outFile);
-    if (outFile !== undefined) await once(out, 'open');
+    const out = await openOutput(outFile);
     let first = true;
     try {
       for await (const chunk of chunks) {
@@ -144,17 +155,12 @@ export async function backupCommand(config: Config, uuid: string, outFile: strin
           progress.start(total, 0);
           first = false;
         }
-        if (!out.write(chunk)) await once(out, 'drain');
+        await out.write(chunk);
       }
     } finally {
       progress.stop();
     }
-    if (outFile !== undefined) {
-      const file = out as WriteStream;
-      file.end();
-      await once(file, 'close');
-      process.stderr.write(`backed up ${total} records of ${uuid} to ${outFile}\n`);
-    }
+    if (await out.finish()) process.stderr.write(`backed up ${total} records of ${uuid} to ${outFile}\n`);
   });
 }
 
