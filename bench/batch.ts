@@ -12,13 +12,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { pino } from 'pino';
-import { loadConfig } from '../src/config/index.js';
-import { openData } from '../src/server.js';
-import { ModelTransfers } from '../src/models/backup.js';
-import { ScriptEngine } from '../src/scripts/engine.js';
-import { startHttpServer } from '../src/http/server.js';
 import { FIELDS, sensorRecord } from './records.js';
+import { BENCH_SECRET, openBenchData } from './bench-service.js';
 import { printTable, writeResults, type Figure } from './report.js';
 
 const { values: args } = parseArgs({
@@ -28,7 +23,6 @@ const { values: args } = parseArgs({
     load: { type: 'string' },
   },
 });
-const SECRET = 'bench-secret';
 const MODELS = 100;
 
 /** Child process: GET `url` for `seconds` with `connections` in flight; prints `{rps, p99Ms, errors}`. */
@@ -75,16 +69,8 @@ function runLoad(url: string): Promise<{ rps: number; p99Ms: number; errors: num
 
 async function main(): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'bench-batch-'));
-  const { config } = await loadConfig({
-    env: {
-      EDGE_DATACENTER_MAIN_DATA_DIR: dir,
-      EDGE_DATACENTER_MAIN_DATASCHEMA_SECRETS: SECRET,
-      EDGE_DATACENTER_MAIN_ADMIN_TOKEN: 'bench-admin',
-      EDGE_DATACENTER_HTTP_HOST: '127.0.0.1',
-      EDGE_DATACENTER_HTTP_PORT: '0',
-    },
-  });
-  const { store, registry } = await openData(config);
+  const data = await openBenchData(dir);
+  const { registry } = data;
   const uuids: string[] = [];
   for (let m = 0; m < MODELS; m++) {
     const model = await registry.create({ name: `tile ${m}` });
@@ -96,13 +82,11 @@ async function main(): Promise<void> {
     registry.log(model.uuid).save(sensorRecord(m));
     uuids.push(model.uuid);
   }
-  const logger = pino({ level: 'silent' });
-  const engine = await ScriptEngine.open({ dataDir: config.main.dataDir, config: config.scripts, registry, log: logger });
-  const server = await startHttpServer({ config, registry, transfers: new ModelTransfers(store, registry), engine, logger });
+  const server = await data.serve();
   const base = `http://127.0.0.1:${server.port}/api/v1/datacenter`;
   try {
-    const single = await runLoad(`${base}/queryLastData?uuid=${uuids[0]}&secrets=${SECRET}`);
-    const batchUrl = `${base}/queryLastDataBatch?uuid=${uuids.join(',')}&secrets=${SECRET}`;
+    const single = await runLoad(`${base}/queryLastData?uuid=${uuids[0]}&secrets=${BENCH_SECRET}`);
+    const batchUrl = `${base}/queryLastDataBatch?uuid=${uuids.join(',')}&secrets=${BENCH_SECRET}`;
     const batch = await runLoad(batchUrl);
     // Every model written 10 times a second: the cached answer is rebuilt about 1,000 times a second.
     let written = MODELS;
@@ -140,8 +124,6 @@ async function main(): Promise<void> {
     );
   } finally {
     await server.close();
-    await engine.close();
-    await store.close();
     await rm(dir, { recursive: true, force: true });
   }
 }

@@ -7,17 +7,11 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { pino } from 'pino';
-import { loadConfig } from '../src/config/index.js';
-import { openData } from '../src/server.js';
-import { ModelTransfers } from '../src/models/backup.js';
-import { startHttpServer } from '../src/http/server.js';
-import { ScriptEngine } from '../src/scripts/engine.js';
 import { startSqliteHttpServer } from './baselines/sqlite-http-server.js';
 import type { Row } from './baselines/sqlite-store.js';
 import { FIELDS, sensorRecord } from './records.js';
+import { BENCH_SECRET, openBenchData } from './bench-service.js';
 
-const SECRET = 'bench-secret';
 const WRITE_TICK_MS = 10;
 
 const { values: args } = parseArgs({
@@ -42,16 +36,8 @@ interface Running {
 }
 
 async function startOurs(dir: string): Promise<Running> {
-  const { config } = await loadConfig({
-    env: {
-      EDGE_DATACENTER_MAIN_DATA_DIR: dir,
-      EDGE_DATACENTER_MAIN_DATASCHEMA_SECRETS: SECRET,
-      EDGE_DATACENTER_MAIN_ADMIN_TOKEN: 'bench-admin',
-      EDGE_DATACENTER_HTTP_HOST: '127.0.0.1',
-      EDGE_DATACENTER_HTTP_PORT: '0',
-    },
-  });
-  const { store, registry } = await openData(config);
+  const data = await openBenchData(dir);
+  const { registry } = data;
   const model = await registry.create({ name: 'bench' });
   for (const name of FIELDS) {
     const type = name === 'device_id' || name === 'status' ? 'STRING' : name === 'battery' ? 'INTEGER' : 'FLOAT';
@@ -64,25 +50,18 @@ async function startOurs(dir: string): Promise<Running> {
     if (i % 100_000 === 0) await log.durable();
   }
   await log.durable();
-  const logger = pino({ level: 'silent' });
-  // Idle here (no inputs, no rules), but the HTTP layer always has one, as in production.
-  const engine = await ScriptEngine.open({ dataDir: config.main.dataDir, config: config.scripts, registry, log: logger });
-  const http = await startHttpServer({ config, registry, transfers: new ModelTransfers(store, registry), engine, logger });
+  const http = await data.serve();
   return {
     port: http.port,
     uuid: model.uuid,
     write: (i) => log.save(sensorRecord(i)),
-    close: async () => {
-      await http.close();
-      await engine.close();
-      await store.close();
-    },
+    close: () => http.close(),
   };
 }
 
 async function startSqlite(dir: string): Promise<Running> {
   const uuid = 'SCHEMABENCH2345';
-  const server = await startSqliteHttpServer({ file: join(dir, 'bench.db'), modelId: uuid, secret: SECRET, fields: FIELDS });
+  const server = await startSqliteHttpServer({ file: join(dir, 'bench.db'), modelId: uuid, secret: BENCH_SECRET, fields: FIELDS });
   const batch: Row[] = [];
   for (let i = 0; i < records; i++) {
     batch.push(sensorRecord(i));
@@ -110,7 +89,7 @@ async function main(): Promise<void> {
       .then(() => rm(dir, { recursive: true, force: true }))
       .then(() => process.exit(0));
   });
-  process.stdout.write(`READY ${running.port} ${running.uuid} ${SECRET}\n`);
+  process.stdout.write(`READY ${running.port} ${running.uuid} ${BENCH_SECRET}\n`);
 }
 
 await main();

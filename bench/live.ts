@@ -13,12 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { pino } from 'pino';
-import { loadConfig } from '../src/config/index.js';
-import { openData } from '../src/server.js';
-import { ModelTransfers } from '../src/models/backup.js';
-import { ScriptEngine } from '../src/scripts/engine.js';
-import { startHttpServer } from '../src/http/server.js';
+import { BENCH_SECRET, openBenchData } from './bench-service.js';
 import { printTable, writeResults, type Figure } from './report.js';
 
 const { values: args } = parseArgs({
@@ -29,7 +24,6 @@ const { values: args } = parseArgs({
     subscribe: { type: 'string' },
   },
 });
-const SECRET = 'bench-secret';
 const SUBSCRIBERS = Number(args.subscribers);
 const RATE = Number(args.rate);
 const SECONDS = Number(args.seconds);
@@ -86,25 +80,14 @@ function percentile(hist: number[], p: number): number {
 
 async function main(): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'bench-live-'));
-  const { config } = await loadConfig({
-    env: {
-      EDGE_DATACENTER_MAIN_DATA_DIR: dir,
-      EDGE_DATACENTER_MAIN_DATASCHEMA_SECRETS: SECRET,
-      EDGE_DATACENTER_MAIN_ADMIN_TOKEN: 'bench-admin',
-      EDGE_DATACENTER_HTTP_HOST: '127.0.0.1',
-      EDGE_DATACENTER_HTTP_PORT: '0',
-      EDGE_DATACENTER_HTTP_MAX_CONNECTIONS: String(SUBSCRIBERS + 100),
-    },
-  });
-  const { store, registry } = await openData(config);
+  const data = await openBenchData(dir, { EDGE_DATACENTER_HTTP_MAX_CONNECTIONS: String(SUBSCRIBERS + 100) });
+  const { registry } = data;
   const model = await registry.create({ name: 'live' });
   await registry.createAttribute({ schemaId: model.uuid, name: 'seq', label: 'seq', type: 'INTEGER' });
   await registry.createAttribute({ schemaId: model.uuid, name: 'sent_ms', label: 'sent_ms', type: 'FLOAT' });
   await registry.publish(model.uuid);
   const log = registry.log(model.uuid);
-  const logger = pino({ level: 'silent' });
-  const engine = await ScriptEngine.open({ dataDir: config.main.dataDir, config: config.scripts, registry, log: logger });
-  const server = await startHttpServer({ config, registry, transfers: new ModelTransfers(store, registry), engine, logger });
+  const server = await data.serve();
 
   /** Writes RATE records/s for `seconds`: returns the mean save() time (µs) and the records/s written. */
   const write = async (seconds: number): Promise<{ saveUs: number; rate: number }> => {
@@ -128,7 +111,7 @@ async function main(): Promise<void> {
 
   try {
     const idle = await write(SECONDS);
-    const url = `http://127.0.0.1:${server.port}/api/v1/datacenter/stream?uuid=${model.uuid}&secrets=${SECRET}`;
+    const url = `http://127.0.0.1:${server.port}/api/v1/datacenter/stream?uuid=${model.uuid}&secrets=${BENCH_SECRET}`;
     const child = spawn(process.execPath, [fileURLToPath(import.meta.url), '--subscribe', url, '--subscribers', String(SUBSCRIBERS)], {
       stdio: ['pipe', 'pipe', 'inherit'],
     });
@@ -166,8 +149,6 @@ async function main(): Promise<void> {
     );
   } finally {
     await server.close();
-    await engine.close();
-    await store.close();
     await rm(dir, { recursive: true, force: true });
   }
 }
