@@ -53,8 +53,7 @@ export class DiskReserve {
 
   private async check(): Promise<void> {
     try {
-      const s = await fs.promises.statfs(this.rootDir);
-      this.apply({ freeBytes: s.bavail * s.bsize, totalBytes: s.blocks * s.bsize });
+      this.apply(spaceOf(await fs.promises.statfs(this.rootDir)));
     } catch (err) {
       this.warn(`disk reserve: cannot read the free space of ${this.rootDir}: ${(err as Error).message}`);
     }
@@ -76,11 +75,15 @@ export class DiskReserve {
 
 function readSpace(dir: string): DiskSpace | undefined {
   try {
-    const s = fs.statfsSync(dir);
-    return { freeBytes: s.bavail * s.bsize, totalBytes: s.blocks * s.bsize };
+    return spaceOf(fs.statfsSync(dir));
   } catch {
     return undefined;
   }
+}
+
+/** Free bytes as an unprivileged process may use them (`bavail`), and the filesystem's size. */
+function spaceOf(s: fs.StatsFs): DiskSpace {
+  return { freeBytes: s.bavail * s.bsize, totalBytes: s.blocks * s.bsize };
 }
 
 function mib(bytes: number): number {
