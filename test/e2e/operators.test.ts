@@ -111,7 +111,8 @@ describe('inputs', () => {
     await page.getByLabel('Interval (ms)').fill('100');
     await shot(page, 'op-02-simulator-defaults', { doc: 'simulator-defaults' });
     await page.getByRole('button', { name: 'Create input' }).click();
-    await page.locator('#input-created h3').waitFor();
+    // The panel of the input made by the test before may still be on the page: wait for this one's.
+    await page.locator('#input-created h3', { hasText: 'Input "sim" created' }).waitFor();
     const sim = (await api<Array<{ uuid: string; name: string }>>(base, 'GET', 'inends/list')).find((i) => i.name === 'sim')!.uuid;
     await api(base, 'POST', 'rules/create', { name: 'store simulated', fromSource: [sim], actions: tagRule(model) });
     await expect.poll(async () => (await api<Stats>(base, 'GET', `inends/stats?uuid=${sim}`)).accepted, { timeout: 15_000 }).toBeGreaterThanOrEqual(10);
