@@ -78,6 +78,8 @@ export class FindingsBook {
     private readonly io: FileIo,
     private readonly dir: string,
     report: RecoveryReport,
+    /** Where a failed write of FINDINGS goes (the findings stay in memory, and the next change tries again). */
+    private readonly warn: (message: string) => void,
   ) {
     const prev = readFindingsSync(dir);
     this.acknowledged = prev.acknowledged;
@@ -99,7 +101,7 @@ export class FindingsBook {
     const next = mergeFindings(this.found, { truncatedBytes: 0, lostRanges: [{ fromId, toId }] }, Date.now());
     if (next?.lostIds === this.found?.lostIds) return;
     this.found = next;
-    void this.write().catch(() => {});
+    this.write().catch((e: unknown) => this.warn(`FINDINGS could not be written: ${e instanceof Error ? e.message : String(e)}`));
   }
 
   acknowledge(): Promise<void> {

@@ -1,6 +1,8 @@
 /**
  * One model's log: the public write and read API over a generation (segments + writer). clear() swaps in
  * a fresh generation at once, so writes made after the call land in the new, empty log with ids from 1.
+ * Background work (checkpoint and retention timers, retention after a seal) has no caller to fail to: its
+ * failures go to the store's `warn`.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -60,7 +62,7 @@ export interface ModelLogConfig {
   readOnlyRetryMs: number;
   /** Where clear() parks the old directory before deleting it. */
   trashDir: () => string;
-  /** Notes for the operator's log (age retention waiting for a steady clock). */
+  /** Notes for the operator's log: age retention waiting for a steady clock, failures of background work. */
   warn: (message: string) => void;
   /** The store's budget of fds for sealed segments, shared by all models. */
   sealedFds: SealedFdCache;
@@ -111,12 +113,13 @@ export class ModelLog {
     this.retention = c.retention;
     const opened = openModelDirSync(c.io, c.dir, c.modelId, storedFields(this.c), c.sealedFds);
     this.recovery = opened.report;
-    this.findingsBook = new FindingsBook(c.io, c.dir, opened.report);
-    this.ageClock = new AgeClock(c.options.clockJumpMaxMs ?? CLOCK_JUMP_MAX_MS_DEFAULT, (m) => c.warn(`model ${c.modelId}: ${m}`));
+    const warn = (m: string): void => c.warn(`model ${c.modelId}: ${m}`);
+    this.findingsBook = new FindingsBook(c.io, c.dir, opened.report, warn);
+    this.ageClock = new AgeClock(c.options.clockJumpMaxMs ?? CLOCK_JUMP_MAX_MS_DEFAULT, warn);
     this.gen = this.newGen(opened.segments, opened.manifest, false);
     this.loadLast(this.gen);
-    this.timers.push(setInterval(() => void this.checkpoint().catch(() => {}), CHECKPOINT_INTERVAL_MS));
-    this.timers.push(setInterval(() => void this.enforceRetention().catch(() => {}), RETENTION_CHECK_INTERVAL_MS));
+    this.timers.push(setInterval(() => this.inBackground('checkpoint', () => this.checkpoint()), CHECKPOINT_INTERVAL_MS));
+    this.timers.push(setInterval(() => this.inBackground('retention', () => this.enforceRetention()), RETENTION_CHECK_INTERVAL_MS));
     for (const t of this.timers) t.unref();
   }
 
@@ -294,7 +297,7 @@ export class ModelLog {
     this.closed = true;
     for (const t of this.timers) clearInterval(t);
     await this.clears.run(async () => {});
-    await this.retentionRun;
+    await this.retentionEnded();
     const g = this.gen;
     const drained = await g.writer.drain();
     g.writer.close();
@@ -315,7 +318,7 @@ export class ModelLog {
     this.closed = true;
     for (const t of this.timers) clearInterval(t);
     await this.clears.run(async () => {});
-    await this.retentionRun;
+    await this.retentionEnded();
     await this.gen.writer.stop();
     await this.releaseGen(this.gen);
   }
@@ -346,6 +349,23 @@ export class ModelLog {
     g.writer.commit(bytes);
     if (type === FRAME_SAVE) g.nextId = id + 1;
     return this.setLast(g, type, id, ts, values, bytes);
+  }
+
+  /** A retention pass in flight has ended; its failure is its caller's (enforceRetention) or logged (inBackground). */
+  private async retentionEnded(): Promise<void> {
+    await this.retentionRun?.then(
+      () => undefined,
+      () => undefined,
+    );
+  }
+
+  /** Work no caller waits for: a failure is logged, unless a close, drop or clear overtook the work. */
+  private inBackground(what: string, work: () => Promise<void>): void {
+    const g = this.gen;
+    work().catch((e: unknown) => {
+      if (this.closed || g !== this.gen) return;
+      this.c.warn(`model ${this.modelId}: ${what} failed: ${e instanceof Error ? e.message : String(e)}`);
+    });
   }
 
   private setLast(g: Gen, type: FrameType, id: number, ts: number, values: unknown[], bytes: number): number {
@@ -409,7 +429,8 @@ export class ModelLog {
         syncIntervalMs: this.c.options.syncIntervalMs,
         retryMs: this.c.readOnlyRetryMs,
         checkpoint: () => (gen.manifest ? gen.manifest.write(() => manifestOf(gen.segments)) : Promise.resolve()),
-        onSealed: () => void this.enforceRetention().catch(() => {}),
+        onSealed: () => this.inBackground('retention after a seal', () => this.enforceRetention()),
+        warn: this.c.warn,
         fsyncLatency: this.fsyncLatency,
         sealedFds: this.c.sealedFds,
       },
@@ -462,7 +483,7 @@ export class ModelLog {
    * the rename keeps the old data, after it the model opens empty; open finishes removing the trash.
    */
   private async clearNow(old: Gen, fresh: Gen): Promise<void> {
-    await this.retentionRun;
+    await this.retentionEnded();
     await old.writer.drain();
     old.writer.close();
     await this.releaseGen(old);

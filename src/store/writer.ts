@@ -57,6 +57,8 @@ export interface WriterOptions {
   fsyncLatency?: LatencyHistogram;
   /** Where a sealed segment's reads open it (the writer's fd is closed at the seal). */
   sealedFds: SealedFdCache;
+  /** Where failures that no caller sees go (a failed cut-back). */
+  warn: (message: string) => void;
 }
 
 export class Writer {
@@ -535,13 +537,18 @@ export class Writer {
     });
   }
 
-  /** A short or failed write may have left part of a chunk: cut back to the last whole frame. */
+  /**
+   * A short or failed write may have left part of a chunk: cut back to the last whole frame (the retried
+   * write overwrites it anyway, so a failed cut-back is only logged).
+   */
   private async cutBack(): Promise<void> {
     const failed = this.failedWrite;
     this.failedWrite = undefined;
     if (failed?.seg.file.attached) {
       const seg = failed.seg;
-      await seg.file.use((fd) => this.o.io.ftruncate(fd, seg.writtenBytes)).catch(() => {});
+      await seg.file.use((fd) => this.o.io.ftruncate(fd, seg.writtenBytes)).catch((e: unknown) => {
+        this.o.warn(`model ${this.o.modelId}: cutting back a failed write failed: ${describeIoError(e, 'ftruncate')}`);
+      });
     }
   }
 
