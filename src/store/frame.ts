@@ -74,6 +74,23 @@ export function findNextFrame(buf: Uint8Array, from: number, end: number, minId:
   return -1;
 }
 
+/**
+ * The id rule between neighbouring frames of a segment as they are written: a SAVE takes the next id; a
+ * SUPERSEDE repeats the id before it, or takes the next one when it starts a segment (an update-last that
+ * rolled the segment).
+ */
+export function followsFrame(prevId: number, type: number, id: number): boolean {
+  return id === prevId + 1 || (id === prevId && type === FRAME_SUPERSEDE);
+}
+
+/**
+ * The same rule for a frame read back or scanned: ids never go back and a SAVE never repeats one. A
+ * higher id than the next is allowed: frames between were lost to corruption (the scan reports them).
+ */
+export function mayFollowFrame(prevId: number, type: number, id: number): boolean {
+  return id > prevId || (id === prevId && type === FRAME_SUPERSEDE);
+}
+
 export function frameId(buf: Uint8Array, off: number): number {
   return f64(buf, off + 10);
 }

@@ -3,12 +3,12 @@
  * keep the newest frame of each id, and turn payloads into RecordViews. Cost is O(records asked for).
  */
 import { Unpackr } from 'msgpackr';
-import { checkFrame, findNextFrame, frameId, frameTs, FRAME_HEADER_BYTES } from './frame.js';
+import { checkFrame, findNextFrame, mayFollowFrame, frameId, frameTs, frameType, FRAME_HEADER_BYTES } from './frame.js';
 import type { FileIo } from './file-io.js';
 import type { Segment } from './segment.js';
 import type { PageQuery, RecordView } from './types.js';
 import { InvalidArgumentError } from '../errors.js';
-import { PAGE_SIZE_MAX, SPARSE_STRIDE } from './constants.js';
+import { PAGE_SIZE_MAX, SPARSE_STRIDE, assert } from './constants.js';
 
 export interface StoredRecord {
   id: number;
@@ -136,26 +136,36 @@ export function planParts(segments: readonly Segment[], a: number, b: number): P
   return parts;
 }
 
+/**
+ * Keeps the newest frame of each id in [lo, hi]. Every frame read back is checked again: its CRC, and its
+ * id against the frame before it (mayFollowFrame, as the scan at open does). A frame failing either is
+ * corruption: the walk resynchronises on the next valid frame and reports the ids in between lost.
+ */
 function walkFrames(buf: Buffer, lo: number, hi: number, out: StoredRecord[], lost: LostFn): void {
   let off = 0;
   let lastSeen = lo - 1;
+  /** Id of the frame just walked; 0 at the start of the range and after a resync (no rule to check). */
+  let prevId = 0;
   while (off < buf.length) {
     const n = checkFrame(buf, off, buf.length);
-    if (n <= 0) {
+    const id = n > 0 ? frameId(buf, off) : 0;
+    if (n <= 0 || (prevId > 0 && !mayFollowFrame(prevId, frameType(buf, off), id))) {
       const next = findNextFrame(buf, off, buf.length, lastSeen + 1);
       const nextId = next >= 0 ? frameId(buf, next) : hi + 1;
       if (nextId - 1 >= Math.max(lo, lastSeen + 1)) lost(Math.max(lo, lastSeen + 1), Math.min(hi, nextId - 1));
       if (next < 0) return;
       off = next;
+      prevId = 0;
       continue;
     }
-    const id = frameId(buf, off);
     if (id >= lo && id <= hi) {
+      assert(id >= lastSeen, 'records come out in id order');
       const rec = { id, ts: frameTs(buf, off), payload: buf.subarray(off + FRAME_HEADER_BYTES, off + n) };
       if (id === lastSeen) out[out.length - 1] = rec;
       else out.push(rec);
       lastSeen = id;
     }
+    prevId = id;
     off += n;
   }
 }

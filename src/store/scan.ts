@@ -15,6 +15,8 @@ import {
   findNextFrame,
   frameBytes,
   frameCrc,
+  followsFrame,
+  mayFollowFrame,
   frameId,
   frameTs,
   frameType,
@@ -92,10 +94,10 @@ function frameAt(win: WindowReader, off: number, prevId: number, trusted: boolea
   if (r + len > win.end) return FRAME_INVALID;
   const id = frameId(win.buf, r);
   const type = frameType(win.buf, r);
-  const inOrder = id === prevId + 1 || (id === prevId && type === FRAME_SUPERSEDE);
+  const inOrder = followsFrame(prevId, type, id);
   if (trusted && inOrder && (type === FRAME_SAVE || type === FRAME_SUPERSEDE)) return len;
   const n = checkFrame(win.buf, r, win.end);
-  return n > 0 && (id > prevId || inOrder) ? n : FRAME_INVALID;
+  return n > 0 && mayFollowFrame(prevId, type, id) ? n : FRAME_INVALID;
 }
 
 function record(seg: Segment, win: WindowReader, off: number, n: number, lost: ScanResult['lost']): void {

@@ -127,6 +127,24 @@ describe('bit flips inside synced data keep the good records after them', () => 
     await store.close();
   });
 
+  it('a valid frame copied over the next one of a sealed segment (a misdirected write) breaks the id rule: skipped on read and reported', async () => {
+    const d = copyOf(await crashedModel(500));
+    const files = segFiles(`${d}/m`);
+    const file = `${d}/m/${files[1]}`;
+    const offs = frameOffsets(file);
+    const b = fs.readFileSync(file);
+    const bytes = (k: number): number => b.readUInt32LE(offs[k]) + 8;
+    const k = offs.findIndex((_, i) => i + 2 < offs.length && bytes(i) === bytes(i + 1));
+    expect(k).toBeGreaterThanOrEqual(0);
+    b.copy(b, offs[k + 1], offs[k], offs[k] + bytes(k)); // CRC-valid, but a SAVE repeating the id before it
+    fs.writeFileSync(file, b);
+    const victim = frameOffsets(`${d}/m/${files[0]}`).length + k + 2;
+    const { store, log } = await reopen(d, 500);
+    expect(await allIds(log)).toEqual(range(1, N).filter((i) => i !== victim));
+    expect(log.recovery.lostRanges).toEqual([{ fromId: victim, toId: victim }]);
+    await store.close();
+  });
+
   it('several flips in one synced segment each lose only their own record', async () => {
     const d = copyOf(await crashedModel(undefined, false, true));
     const file = `${d}/m/${segFiles(`${d}/m`)[0]}`;
