@@ -1,22 +1,19 @@
 /**
- * One model's log: the public write and read API over a generation (segments + writer). clear() swaps in
- * a fresh generation at once, so writes made after the call land in the new, empty log with ids from 1.
- * Background work (checkpoint and retention timers, retention after a seal) has no caller to fail to: its
- * failures go to the store's `warn`.
+ * One model's log: the public write and read API over a generation (generation.ts: segments, writer with
+ * its write buffer, manifest). clear() swaps in a fresh generation at once, so writes made after the call
+ * land in the new, empty log with ids from 1. Background work (checkpoint and retention timers, retention
+ * after a seal) has no caller to fail to: its failures go to the store's `warn`.
  */
-import fs from 'node:fs';
 import path from 'node:path';
 import { Packr } from 'msgpackr';
-import { FRAME_HEADER_BYTES, FRAME_SAVE, FRAME_SUPERSEDE, type FrameType, checkFrame, sealFrame, frameId, frameTs } from './frame.js';
+import { FRAME_SAVE, FRAME_SUPERSEDE, type FrameType } from './frame.js';
 import { Segment, newestRecordId } from './segment.js';
-import { Writer } from './writer.js';
+import { Generation, type GenerationConfig } from './generation.js';
 import { LatencyHistogram } from './latency.js';
-import { type ManifestWriter } from './manifest.js';
-import { addLostRange, createModelDirSync, manifestOf, openModelDirSync } from './recovery.js';
+import { addLostRange, createModelDirSync, openModelDirSync } from './recovery.js';
 import { HeldSegments, bytesOf, decodeValues, fitRange, planParts, projection, readPlanned, readRange } from './reader.js';
 import { toView, validatePage, type Projection } from './reader.js';
 import { applyRetention, totalBytes } from './retention.js';
-import { writeIndex } from './index-file.js';
 import { SerialQueue } from '../util/atomic-file.js';
 import type { FileIo } from './file-io.js';
 import type { SealedFdCache } from './sealed-fds.js';
@@ -68,26 +65,12 @@ export interface ModelLogConfig {
   sealedFds: SealedFdCache;
 }
 
-/** Segments, writer and newest-record cache of one incarnation of the log (replaced by clear). */
-interface Gen {
-  segments: Segment[];
-  writer: Writer;
-  manifest: ManifestWriter | undefined;
-  nextId: number;
-  lastTs: number;
-  lastId: number;
-  lastValues: unknown[] | undefined;
-  lastType: FrameType;
-  lastFrameBytes: number;
-  lastView: RecordView | undefined;
-  lastProjected: Map<string, RecordView>;
-}
-
 export class ModelLog {
   readonly modelId: string;
   readonly fields: readonly string[];
   readonly recovery: RecoveryReport;
-  private gen: Gen;
+  private gen: Generation;
+  private readonly genConfig: GenerationConfig;
   private retention: RetentionLimits;
   private readonly packr = new Packr({ useRecords: false });
   private readonly fieldIndex: Map<string, number>;
@@ -116,8 +99,20 @@ export class ModelLog {
     const warn = (m: string): void => c.warn(`model ${c.modelId}: ${m}`);
     this.findingsBook = new FindingsBook(c.io, c.dir, opened.report, warn);
     this.ageClock = new AgeClock(c.options.clockJumpMaxMs ?? CLOCK_JUMP_MAX_MS_DEFAULT, warn);
-    this.gen = this.newGen(opened.segments, opened.manifest, false);
-    this.loadLast(this.gen);
+    this.genConfig = {
+      modelId: c.modelId,
+      dir: c.dir,
+      io: c.io,
+      options: c.options,
+      retryMs: c.readOnlyRetryMs,
+      onSealed: () => this.inBackground('retention after a seal', () => this.enforceRetention()),
+      fsyncLatency: this.fsyncLatency,
+      sealedFds: c.sealedFds,
+      warn: c.warn,
+      gapReported: (fromId, toId) => this.recovery.lostRanges.some((r) => r.fromId <= fromId && r.toId >= toId),
+    };
+    this.gen = new Generation(this.genConfig, opened.segments, opened.manifest, false);
+    this.gen.loadNewest();
     this.timers.push(setInterval(() => this.inBackground('checkpoint', () => this.checkpoint()), CHECKPOINT_INTERVAL_MS));
     this.timers.push(setInterval(() => this.inBackground('retention', () => this.enforceRetention()), RETENTION_CHECK_INTERVAL_MS));
     for (const t of this.timers) t.unref();
@@ -189,7 +184,7 @@ export class ModelLog {
           `${PAGE_BYTES_MAX / MIB} MiB a page may; ask for fewer records per page`,
       );
     }
-    const recs = await readPlanned(this.c.io, plan, this.onLost);
+    const recs = await readPlanned(this.c.io, g.buffer, plan, this.onLost);
     const records = recs.map((r) => toView(p, r.id, r.ts, decodeValues(r.payload)));
     if (q.order === 'desc') records.reverse();
     return { total, records };
@@ -225,7 +220,7 @@ export class ModelLog {
       for (let lo = a; lo <= b; ) {
         held.releaseBefore(lo);
         const hi = fitRange(segments, lo, Math.min(b, lo + ITERATE_CHUNK_RECORDS - 1), PAGE_BYTES_MAX);
-        const recs = await readRange(this.c.io, segments, lo, hi, this.onLost);
+        const recs = await readRange(this.c.io, g.buffer, segments, lo, hi, this.onLost);
         for (const r of recs) yield toView(p, r.id, r.ts, decodeValues(r.payload));
         lo = hi + 1;
       }
@@ -239,7 +234,7 @@ export class ModelLog {
     if (this.closed) return Promise.reject(new UnavailableError(`model ${this.modelId} is closed`));
     this.findingsBook.forget();
     const old = this.gen;
-    const fresh = this.newGen([new Segment(1, 1, Date.now())], undefined, true);
+    const fresh = new Generation(this.genConfig, [new Segment(1, 1, Date.now())], undefined, true);
     this.gen = fresh;
     return this.clears.run(() => this.clearNow(old, fresh));
   }
@@ -298,15 +293,7 @@ export class ModelLog {
     for (const t of this.timers) clearInterval(t);
     await this.clears.run(async () => {});
     await this.retentionEnded();
-    const g = this.gen;
-    const drained = await g.writer.drain();
-    g.writer.close();
-    const active = g.segments[g.segments.length - 1];
-    if (drained && g.manifest) {
-      await writeIndex(this.c.io, this.c.dir, active);
-      await g.manifest.write(() => ({ ...manifestOf(g.segments), clean: true }));
-    }
-    await this.releaseGen(g);
+    await this.gen.close();
   }
 
   /**
@@ -320,10 +307,10 @@ export class ModelLog {
     await this.clears.run(async () => {});
     await this.retentionEnded();
     await this.gen.writer.stop();
-    await this.releaseGen(this.gen);
+    await this.gen.release();
   }
 
-  private writable(): Gen {
+  private writable(): Generation {
     const g = this.gen;
     if (this.closed) throw new UnavailableError(`model ${this.modelId} is closed`);
     if (g.writer.state !== 'ok') throw g.writer.readOnlyError();
@@ -333,22 +320,12 @@ export class ModelLog {
     return g;
   }
 
-  private append(g: Gen, type: FrameType, id: number, ts: number, values: unknown[]): number {
+  private append(g: Generation, type: FrameType, id: number, ts: number, values: unknown[]): number {
     const payload = this.packr.pack(values);
     if (payload.length > RECORD_BYTES_MAX) {
       throw new PayloadTooLargeError(`record of ${payload.length} bytes exceeds ${RECORD_BYTES_MAX} bytes`);
     }
-    const bytes = FRAME_HEADER_BYTES + payload.length;
-    let seg = g.segments[g.segments.length - 1];
-    if (type === FRAME_SUPERSEDE && this.coalesce(g, seg, payload, bytes)) return this.setLast(g, type, id, ts, values, bytes);
-    if (this.shouldRoll(seg, bytes, ts)) seg = this.roll(g, id, ts);
-    const c = g.writer.ensureRoom(seg, bytes);
-    payload.copy(c.buf, c.len + FRAME_HEADER_BYTES);
-    const crc = sealFrame(c.buf, c.len, type, id, ts, payload.length);
-    seg.setFrame(id, c.base + c.len, bytes, ts, crc);
-    g.writer.commit(bytes);
-    if (type === FRAME_SAVE) g.nextId = id + 1;
-    return this.setLast(g, type, id, ts, values, bytes);
+    return g.append(type, id, ts, values, payload);
   }
 
   /** A retention pass in flight has ended; its failure is its caller's (enforceRetention) or logged (inBackground). */
@@ -368,106 +345,12 @@ export class ModelLog {
     });
   }
 
-  private setLast(g: Gen, type: FrameType, id: number, ts: number, values: unknown[], bytes: number): number {
-    g.lastId = id;
-    g.lastTs = ts;
-    g.lastValues = values;
-    g.lastType = type;
-    g.lastFrameBytes = bytes;
-    g.lastView = undefined;
-    if (g.lastProjected.size > 0) g.lastProjected = new Map();
-    return id;
-  }
-
-  /** A SUPERSEDE of the same id still in the unflushed chunk is overwritten in place (flash wear). */
-  private coalesce(g: Gen, seg: Segment, payload: Buffer, bytes: number): boolean {
-    const c = g.writer.cur;
-    if (!c || g.lastType !== FRAME_SUPERSEDE || g.lastFrameBytes !== bytes) return false;
-    const at = seg.lastFrameOffset - c.base;
-    if (at < 0 || at + bytes !== c.len || seg.mem[seg.mem.length - 1] !== c) return false;
-    payload.copy(c.buf, at + FRAME_HEADER_BYTES);
-    seg.lastFrameCrc = sealFrame(c.buf, at, FRAME_SUPERSEDE, g.lastId, g.lastTs, payload.length);
-    return true;
-  }
-
-  private shouldRoll(seg: Segment, bytes: number, ts: number): boolean {
-    if (seg.count <= 0) return false;
-    const o = this.c.options;
-    return seg.bytes + bytes > o.segmentBytesMax || ts - seg.minTs >= o.segmentAgeMsMax;
-  }
-
-  private roll(g: Gen, firstId: number, ts: number): Segment {
-    const old = g.segments[g.segments.length - 1];
-    old.seal();
-    const next = new Segment(old.segNo + 1, firstId, ts);
-    g.segments.push(next);
-    g.writer.roll(old, next);
-    return next;
-  }
-
-  private newGen(segments: Segment[], manifest: ManifestWriter | undefined, blocked: boolean): Gen {
-    const active = segments[segments.length - 1];
-    const gen: Gen = {
-      segments,
-      manifest,
-      writer: undefined as unknown as Writer,
-      nextId: Math.max(active.firstId, ...segments.map((s) => s.lastId + 1)),
-      lastTs: Math.max(0, ...segments.map((s) => s.maxTs)),
-      lastId: 0,
-      lastValues: undefined,
-      lastType: FRAME_SAVE,
-      lastFrameBytes: 0,
-      lastView: undefined,
-      lastProjected: new Map(),
-    };
-    gen.writer = new Writer(
-      {
-        modelId: this.modelId,
-        dir: this.c.dir,
-        io: this.c.io,
-        durability: this.c.options.durability,
-        syncIntervalMs: this.c.options.syncIntervalMs,
-        retryMs: this.c.readOnlyRetryMs,
-        checkpoint: () => (gen.manifest ? gen.manifest.write(() => manifestOf(gen.segments)) : Promise.resolve()),
-        onSealed: () => this.inBackground('retention after a seal', () => this.enforceRetention()),
-        warn: this.c.warn,
-        fsyncLatency: this.fsyncLatency,
-        sealedFds: this.c.sealedFds,
-      },
-      active,
-      blocked,
-    );
-    return gen;
-  }
-
-  /** The newest record, decoded once at open so latest() never does I/O. */
-  private loadLast(g: Gen): void {
-    // From the newest segment: an updateLast that rolled the segment leaves the id in two segments, and
-    // the newer one holds its newest version (readRange reads it from there too).
-    // Ids lost at the tail (see continueAfterHandedOut) may sit between it and nextId.
-    let seg: Segment | undefined;
-    for (let i = g.segments.length - 1; i >= 0 && seg === undefined; i--) if (g.segments[i].count > 0) seg = g.segments[i];
-    if (!seg?.file.attached) return;
-    const b = Buffer.alloc(seg.bytes - seg.lastFrameOffset);
-    const at = seg.lastFrameOffset;
-    seg.file.useSync((fd) => fs.readSync(fd, b, 0, b.length, at));
-    const n = checkFrame(b, 0, b.length);
-    if (n <= 0) return;
-    g.lastValues = decodeValues(b.subarray(FRAME_HEADER_BYTES, n));
-    g.lastId = frameId(b, 0);
-    g.lastTs = Math.max(g.lastTs, frameTs(b, 0));
-    g.lastFrameBytes = n;
-  }
-
   /**
    * fdatasync, then record in the manifest how far the active segment is synced: recovery trusts the
    * data before that offset and ends the log at the first bad frame after it. Runs on a timer too.
    */
-  async checkpoint(): Promise<void> {
-    const g = this.gen;
-    if (g.writer.state !== 'ok' || !g.manifest) return;
-    await g.writer.requestSync();
-    await g.manifest.write(() => manifestOf(g.segments));
+  checkpoint(): Promise<void> {
+    return this.gen.checkpoint();
   }
 
   private async retentionNow(nowMs: number): Promise<void> {
@@ -482,11 +365,11 @@ export class ModelLog {
    * NATS purge pattern: the directory is renamed to trash (atomic), then recreated empty. A crash before
    * the rename keeps the old data, after it the model opens empty; open finishes removing the trash.
    */
-  private async clearNow(old: Gen, fresh: Gen): Promise<void> {
+  private async clearNow(old: Generation, fresh: Generation): Promise<void> {
     await this.retentionEnded();
     await old.writer.drain();
     old.writer.close();
-    await this.releaseGen(old);
+    await old.release();
     // A generation that a later clear replaced before it got a directory never had one.
     const trash = old.manifest ? this.c.trashDir() : undefined;
     if (trash) {
@@ -498,12 +381,6 @@ export class ModelLog {
       fresh.writer.unblock();
     }
     if (trash) await this.c.io.remove(trash);
-  }
-
-  private async releaseGen(g: Gen): Promise<void> {
-    // An export holding its own reference may still read through them (see SegmentFile.retire).
-    for (const s of g.segments) s.file.retire();
-    await g.manifest?.close();
   }
 }
 
