@@ -26,13 +26,13 @@ export class FlushTimers {
     private readonly onSyncDue: () => void,
   ) {}
 
-  /** A frame was appended. */
-  appended(): void {
+  /** A frame was appended (a bound function: the write buffer calls it for every record). */
+  readonly appended = (): void => {
     if (this.flushScheduled) return;
     this.flushScheduled = true;
     if (this.durability === 'always') queueMicrotask(this.flushNow);
     else setTimeout(this.flushNow, FLUSH_DELAY_MS);
-  }
+  };
 
   /** Bytes were handed to the kernel. */
   written(): void {

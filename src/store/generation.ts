@@ -63,12 +63,11 @@ export class Generation {
 
   /** Appends a frame of `values` (encoded as `payload`); returns its id. The record is readable at once. */
   append(type: FrameType, id: number, ts: number, values: unknown[], payload: Buffer): number {
-    this.checkNext(type, id, ts, payload.length);
     let seg = this.segments[this.segments.length - 1];
+    this.checkNext(seg, type, id, ts, payload.length);
     if (type === FRAME_SUPERSEDE && this.buffer.rewriteLast(seg, id, ts, payload)) return this.setLast(id, ts, values);
     const bytes = FRAME_HEADER_BYTES + payload.length;
     if (this.shouldRoll(seg, bytes, ts)) seg = this.roll(id, ts);
-    assert(followsFrame(seg.lastId, type, id), 'a frame follows the one before it in its segment');
     this.buffer.append(seg, type, id, ts, payload);
     if (type === FRAME_SAVE) this.nextId = id + 1;
     return this.setLast(id, ts, values);
@@ -117,18 +116,20 @@ export class Generation {
   }
 
   /**
-   * The rules a frame meets before it is made. A SAVE takes nextId, the id after the newest record or
-   * after a gap that recovery reported; a SUPERSEDE repeats the newest id and its timestamp. Timestamps
-   * are finite (a SAVE's may step back once after a large clock step: age-clock.ts).
+   * The rules a frame meets before it is made (kept to a few checks: this runs for every record). A SAVE
+   * takes nextId: the id after the newest record, or after a gap that recovery reported; a SUPERSEDE
+   * repeats the newest id and its timestamp. Either follows the last frame of the active segment
+   * (followsFrame; a roll starts the next segment at the same id). Timestamps are finite (a SAVE's may
+   * step back once after a large clock step: age-clock.ts); the size is within the record limit.
    */
-  private checkNext(type: FrameType, id: number, ts: number, payloadBytes: number): void {
-    assert(payloadBytes <= RECORD_BYTES_MAX && Number.isSafeInteger(id) && id >= 1 && Number.isFinite(ts), 'a frame has a valid id, timestamp and size');
+  private checkNext(active: Segment, type: FrameType, id: number, ts: number, payloadBytes: number): void {
+    assert(payloadBytes <= RECORD_BYTES_MAX && Number.isFinite(ts) && followsFrame(active.lastId, type, id), 'a frame fits, and follows the one before it');
     if (type === FRAME_SUPERSEDE) {
       assert(id === this.lastId && id === this.nextId - 1 && ts === this.lastTs, 'a SUPERSEDE repeats the newest id and its timestamp');
-      return;
+    } else {
+      const afterNewest = id === this.lastId + 1 || this.lastId === 0 || this.c.gapReported(this.lastId + 1, id - 1);
+      assert(id === this.nextId && afterNewest, 'a SAVE takes the next id, skipping only ids reported lost');
     }
-    assert(id === this.nextId && id > this.lastId, 'a SAVE takes the next id');
-    assert(id === this.lastId + 1 || this.lastId === 0 || this.c.gapReported(this.lastId + 1, id - 1), 'a SAVE skips only ids reported lost');
   }
 
   private setLast(id: number, ts: number, values: unknown[]): number {

@@ -5,7 +5,7 @@
  */
 import fs from 'node:fs';
 import { crc32c } from './crc32c.js';
-import { FRAME_BYTES_MAX, FRAME_HEADER_BYTES, u32, f64 } from './frame.js';
+import { FRAME_BYTES_MAX, u32, f64 } from './frame.js';
 import { SegmentFile } from './segment-file.js';
 import { assert, SPARSE_STRIDE } from './constants.js';
 
@@ -98,8 +98,7 @@ export class Segment {
    * a scan may pass ids lost to corruption: fillLost).
    */
   setFrame(id: number, off: number, frameBytes: number, ts: number, crc: number): void {
-    assert(id >= this.firstId && id >= this.lastId && off >= this.bytes, 'frames of a segment follow each other, ids never decrease');
-    assert(frameBytes >= FRAME_HEADER_BYTES && frameBytes <= FRAME_BYTES_MAX, 'a frame is within the size limits');
+    assert(id >= this.firstId && id >= this.lastId && off >= this.bytes && frameBytes <= FRAME_BYTES_MAX, 'frames of a segment follow each other');
     this.setDense(id, off);
     if (this.count === 0) this.minTs = ts;
     this.maxTs = Math.max(this.maxTs, ts);

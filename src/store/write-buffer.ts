@@ -11,7 +11,7 @@
  */
 import { FRAME_HEADER_BYTES, FRAME_SUPERSEDE, type FrameType, frameId, frameTs, frameType, sealFrame } from './frame.js';
 import type { Segment } from './segment.js';
-import { RECORD_BYTES_MAX, WRITE_CHUNK_BYTES, assert } from './constants.js';
+import { WRITE_CHUNK_BYTES, assert } from './constants.js';
 
 /** A run of bytes [base, base+len) of `seg` that is not in the kernel yet. */
 export interface MemChunk {
@@ -60,7 +60,6 @@ export class WriteBuffer {
 
   /** Writes a frame at the end of `seg` and indexes it there: from now on reads find it. */
   append(seg: Segment, type: FrameType, id: number, ts: number, payload: Buffer): void {
-    assert(payload.length <= RECORD_BYTES_MAX, 'a frame fits the record limit');
     const bytes = FRAME_HEADER_BYTES + payload.length;
     const c = this.room(seg, bytes);
     const at = c.len;

@@ -111,7 +111,7 @@ export class Writer {
       this.pump();
     });
     this.buffer = new WriteBuffer({
-      appended: () => this.timers.appended(),
+      appended: this.timers.appended,
       // A full chunk: bulk appends start its write at once.
       filled: (chunk) => {
         this.jobs.push({ kind: 'write', chunk });
