@@ -83,12 +83,18 @@ export class ModelLogs {
     return effectiveRetention(model.retention, this.store.options.retention);
   }
 
-  /** The open log applies the model's limits from now on, and a retention pass runs at once. */
+  /**
+   * The open log applies the model's limits from now on, and a retention pass runs at once. Nobody waits
+   * for that pass: its failure goes to the store's log, unless a drop, fix or restore overtook it.
+   */
   applyRetention(model: DataModel): void {
     const log = this.logs.get(model.uuid);
     if (!log) return;
     log.setRetention(this.retentionOf(model));
-    void log.enforceRetention().catch(() => {});
+    log.enforceRetention().catch((e: unknown) => {
+      if (this.logs.get(model.uuid) !== log) return;
+      this.store.warn(`model ${model.uuid}: retention after a retention change failed: ${e instanceof Error ? e.message : String(e)}`);
+    });
   }
 
   diskSpace(): { freeBytes: number; totalBytes: number; reserveBytes: number } | undefined {
