@@ -6,7 +6,8 @@
  */
 import { InvalidArgumentError, WorkerLostError } from '../errors.js';
 import { describeValue, mustBe } from '../util/messages.js';
-import { batchLimit, type TaskContext } from './dispatcher.js';
+import type { TaskContext } from './batch-run.js';
+import { batchLimit } from './batch-sizing.js';
 import { optionalText, requireBody } from './metadata-file.js';
 import { splitPayloads } from './payloads.js';
 import type { ScriptPool } from './pool.js';
@@ -100,7 +101,7 @@ export class DryRunner {
       return answer.finish();
     }
     const rule: RuleScripts = { uuid: DRY_RUN_RULE, version: ++this.version, ...scripts };
-    // Batches grow as a real input's do (dispatcher.ts batchLimit), so a batch fits the hard time limit.
+    // Batches grow as a real input's do (batch-sizing.ts batchLimit), so a batch fits the hard time limit.
     let msPerPayload: number | undefined;
     let proven = 0;
     for (let start = 0; start < payloads.length; ) {

@@ -4,7 +4,8 @@
  */
 import type { Config } from '../config/types.js';
 import { InvalidArgumentError, NotFoundError, StateError, UnavailableError } from '../errors.js';
-import { InputDispatcher, type PushOptions, type TaskContext } from './dispatcher.js';
+import type { TaskContext } from './batch-run.js';
+import { InputDispatcher, type PushOptions } from './dispatcher.js';
 import { DryRunner, type DryRunResult } from './dry-run.js';
 import { InendBook, parseSimulatorConfig } from './inends.js';
 import { InputCounters } from './input-stats.js';

@@ -47,7 +47,8 @@ export class Store {
     private readonly io: FileIo,
     private readonly readOnlyRetryMs: number,
     private readonly lock: DirLock,
-    private readonly warn: (message: string) => void,
+    /** Where notes for the operator go (StoreHooks.warn); the registry's background work on the store's logs uses it too. */
+    readonly warn: (message: string) => void,
   ) {
     this.sealedFds = new SealedFdCache(options.sealedFdsMax ?? SEALED_FDS_MAX_DEFAULT);
     this.disk = new DiskReserve(options.rootDir, options.diskReserveBytes ?? 0, warn);

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN } from '../support/service.js';
-import { SECRET, api, setup, signIn, type Env } from './harness.js';
+import { SECRET, api, setup, shot, signIn, type Env } from './harness.js';
 
 interface Seen {
   url: string;
@@ -94,6 +94,54 @@ describe('secrets stay out of URLs', () => {
     const exports = requests.filter((r) => r.url.includes('/api/v1/datacenter/exportData?'));
     expect(exports).toHaveLength(2);
     for (const e of exports) expect(e.headers.authorization).toBe(`Bearer ${ADMIN}`);
+
+    expect(env.problems).toEqual([]);
+  });
+
+  it('the Quick request tab shows the secret masked until Show, and its Copy buttons copy the real lines', async () => {
+    const { page, base, context } = env;
+    const uuid = await modelWithRecords(base, 1);
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base });
+    await signIn(page, base);
+    await page.getByRole('button', { name: 'Sign out' }).waitFor();
+    await page.goto(`${base}/#/models/${uuid}/request`);
+    const listUrl = page.locator('#qr-list-url');
+    await expect.poll(() => listUrl.textContent()).toContain('secrets=');
+    // the secret is read (the field holds it) before the page is checked
+    await expect.poll(() => page.locator('#qr-secret').inputValue()).toBe(SECRET);
+
+    const forms = [SECRET, encodeURIComponent(SECRET)];
+    const visible = await page.evaluate<string>('document.body.innerText');
+    const markup = await page.evaluate<string>('document.documentElement.outerHTML');
+    for (const form of forms) {
+      expect(visible, 'the page shows the secret').not.toContain(form);
+      expect(markup, 'the markup holds the secret').not.toContain(form);
+    }
+    expect(await listUrl.textContent()).toContain('secrets=••••••••&current=1');
+    expect(await page.locator('#qr-list-url-curl').textContent()).toContain("'X-Api-Secret: ••••••••'");
+    await shot(page, 'quick-request-masked', { fullPage: true });
+
+    const copied = async (name: string): Promise<string> => {
+      await page.evaluate('navigator.clipboard.writeText("")');
+      await page.getByRole('button', { name }).click();
+      await expect.poll(() => page.evaluate<string>('navigator.clipboard.readText()')).not.toBe('');
+      return page.evaluate<string>('navigator.clipboard.readText()');
+    };
+    const enc = encodeURIComponent(SECRET);
+    const bareList = `${base}/api/v1/datacenter/queryDataList?uuid=${uuid}&current=1&size=25&order=desc`;
+    const shq = (text: string): string => `'${text.replace(/'/g, "'\\''")}'`;
+    expect(await copied('Copy the History: queryDataList URL')).toBe(`${base}/api/v1/datacenter/queryDataList?uuid=${uuid}&secrets=${enc}&current=1&size=25&order=desc`);
+    expect(await copied('Copy the History: queryDataList curl line')).toBe(`curl -s -H 'User-Agent: edge-datacenter' -H ${shq(`X-Api-Secret: ${SECRET}`)} ${shq(bareList)}`);
+    expect(await copied('Copy the Latest record: queryLastData URL')).toBe(`${base}/api/v1/datacenter/queryLastData?uuid=${uuid}&secrets=${enc}`);
+
+    // Show reveals the secret in the field and the lines; Hide masks them again
+    await page.getByRole('button', { name: 'Show', exact: true }).click();
+    await expect.poll(() => listUrl.textContent()).toContain(`secrets=${enc}`);
+    expect(await page.locator('#qr-last-url-curl').textContent()).toContain(shq(`X-Api-Secret: ${SECRET}`));
+    expect(await page.locator('#qr-secret').getAttribute('type')).toBe('text');
+    await page.getByRole('button', { name: 'Hide', exact: true }).click();
+    await expect.poll(() => page.evaluate<string>('document.body.innerText')).not.toContain(enc);
+    expect(await page.evaluate<string>('document.body.innerText')).not.toContain(SECRET);
 
     expect(env.problems).toEqual([]);
   });

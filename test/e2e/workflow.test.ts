@@ -163,8 +163,10 @@ describe('working order', () => {
     await expect.poll(() => page.locator('#live-status').textContent()).toBe('Live');
 
     // --- quick request: exact URLs with the secret encoded (for HMIs given only a URL), curl lines with
-    // the secret in X-Api-Secret, and they work as given
+    // the secret in X-Api-Secret, and they work as given (Show reveals the secret the lines mask)
     await page.getByRole('link', { name: 'Quick request' }).click();
+    await expect.poll(() => page.locator('#qr-secret').inputValue()).toBe(SECRET);
+    await page.getByRole('button', { name: 'Show', exact: true }).click();
     const enc = encodeURIComponent(SECRET);
     await expect.poll(() => page.locator('#qr-list-url').textContent()).toContain(`secrets=${enc}`);
     const listUrl = (await page.locator('#qr-list-url').textContent())!;
@@ -178,6 +180,7 @@ describe('working order', () => {
     expect(listed.data.total).toBe(6);
     const last = (await (await fetch(lastUrl)).json()) as { data: { id: number; temperature: number } };
     expect(last.data).toMatchObject({ id: 6, temperature: 24 });
+    await page.getByRole('button', { name: 'Hide', exact: true }).click();
     await page.getByRole('button', { name: 'Send latest request' }).click();
     await expect.poll(() => page.locator('#qr-response').textContent()).toContain('"temperature": 24');
     await shot(page, '09-quick-request', { doc: 'quick-request', fullPage: true });

@@ -89,6 +89,13 @@ export const post = (path, body, params, opts = {}) => api('POST', path, { ...op
 export const put = (path, body, params, opts = {}) => api('PUT', path, { ...opts, body, params });
 export const del = (path, params, opts = {}) => api('DELETE', path, { ...opts, params });
 
+/** The items of a list answer: a plain array, or the `records` of a paged one. */
+export function listOf(d) {
+  if (Array.isArray(d)) return d;
+  if (d && Array.isArray(d.records)) return d.records;
+  return [];
+}
+
 /** Raw fetch with the admin token (export streams). Throws ApiError with the server message on failure. */
 export async function rawFetch(path, params, signal) {
   const res = await fetch(apiUrl(path, params), {

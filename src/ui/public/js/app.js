@@ -4,7 +4,8 @@ import { get, getToken, setToken, setUnauthorizedHandler, messageOf, clearCaches
 import { notify } from './ui.js';
 import { state, loadModels, onModelsChanged } from './state.js';
 import { renderModelsHome, renderNewModel, renderModel } from './models.js';
-import { renderRulesPage, renderRuleEditor } from './rules.js';
+import { renderRulesPage } from './rules.js';
+import { renderRuleEditor } from './rule-editor.js';
 import { stopHealth, watchHealth } from './health.js';
 
 const app = document.getElementById('app');

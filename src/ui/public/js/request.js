@@ -1,5 +1,5 @@
 // Quick request (the exact query URLs with the secret encoded, copy buttons, curl lines with the secret
-// in the X-Api-Secret header) and the Script tab.
+// in the X-Api-Secret header; the secret masked on screen until Show) and the Script tab.
 import { h, mount, select, copyButton, uid } from './dom.js';
 import { getSecret, messageOf } from './api.js';
 import { statusLine, busy } from './ui.js';
@@ -9,14 +9,17 @@ import { tokenize } from './editor.js';
 
 const shq = (s) => `'${String(s).replace(/'/g, "'\\''")}'`;
 
+/** What the URL and curl lines show in place of the secret until the user presses Show. */
+const SECRET_MASK = '••••••••';
+
 /**
- * The two query URLs of the specification for a model: `list` and `last` with the secret in `secrets`
- * (for HMIs that can only be given a URL), `listBare` and `lastBare` without it (for clients that send
- * the X-Api-Secret header).
+ * The two query URLs of the specification for a model: `list` and `last` with `secretInUrl` (the secret
+ * URL-encoded, or the mask) in `secrets` (for HMIs that can only be given a URL), `listBare` and
+ * `lastBare` without it (for clients that send the X-Api-Secret header).
  */
-export function queryUrls(base, uuid, secret, p = {}) {
+export function queryUrls(base, uuid, secretInUrl, p = {}) {
   const enc = encodeURIComponent;
-  const withSecret = `&secrets=${enc(secret)}`;
+  const withSecret = `&secrets=${secretInUrl}`;
   const paging = `&current=${enc(p.current ?? 1)}&size=${enc(p.size ?? 25)}&order=${enc(p.order ?? 'desc')}`;
   const select = p.select ? `&select=${enc(p.select)}` : '';
   const listPath = `${base}/api/v1/datacenter/queryDataList?uuid=${enc(uuid)}`;
@@ -29,19 +32,27 @@ export function queryUrls(base, uuid, secret, p = {}) {
   };
 }
 
-function urlBlock(title, id, getUrl) {
+const curlLine = (bareUrl, secretText) => `curl -s -H 'User-Agent: edge-datacenter' -H ${shq(`X-Api-Secret: ${secretText}`)} ${shq(bareUrl)}`;
+
+/**
+ * A URL line and a curl line with their Copy buttons. The lines on screen may hold the mask; the buttons
+ * copy the real lines, which live only here, never in the page's markup.
+ */
+function urlBlock(title, id) {
   const out = h('output', { id, class: 'url' });
   const curlOut = h('output', { id: `${id}-curl`, class: 'url' });
-  const copy = copyButton(() => getUrl(), 'Copy URL', `Copy the ${title} URL`);
-  const copyCurl = copyButton(() => curlOut.textContent, 'Copy curl', `Copy the ${title} curl line`);
+  let real = { url: '', curl: '' };
+  const copy = copyButton(() => real.url, 'Copy URL', `Copy the ${title} URL`);
+  const copyCurl = copyButton(() => real.curl, 'Copy curl', `Copy the ${title} curl line`);
   return {
     el: h('div', { class: 'url-block' },
       h('h3', { text: title }),
       h('div', { class: 'url-row' }, out, copy),
       h('div', { class: 'url-row' }, curlOut, copyCurl)),
-    set(url, bareUrl, secret) {
-      out.textContent = url;
-      curlOut.textContent = `curl -s -H 'User-Agent: edge-datacenter' -H ${shq(`X-Api-Secret: ${secret}`)} ${shq(bareUrl)}`;
+    set(realLines, shownLines) {
+      real = realLines;
+      out.textContent = shownLines.url;
+      curlOut.textContent = shownLines.curl;
     },
   };
 }
@@ -55,26 +66,33 @@ export function renderRequestTab(ctx, body, m) {
   const fieldsList = h('datalist', { id: 'qr-fields' }, ['id', 'create_at', ...m.attributes.map((a) => a.name)].map((f) => h('option', { value: f })));
   const secretOut = h('input', { id: 'qr-secret', type: 'password', readOnly: true, class: 'mono' });
   const showSecret = h('button', { type: 'button', class: 'small', 'aria-pressed': 'false', text: 'Show' });
+  // One toggle for the field and the lines: someone sharing their screen shows no secret by accident.
   showSecret.addEventListener('click', () => {
     const show = secretOut.type === 'password';
     secretOut.type = show ? 'text' : 'password';
     showSecret.setAttribute('aria-pressed', String(show));
     showSecret.textContent = show ? 'Hide' : 'Show';
+    update();
   });
   const reloadSecret = h('button', { type: 'button', class: 'small', text: 'Reload secret' });
   const status = statusLine();
-  const listBlock = urlBlock('History: queryDataList', 'qr-list-url', () => urls.list);
-  const lastBlock = urlBlock('Latest record: queryLastData', 'qr-last-url', () => urls.last);
+  const listBlock = urlBlock('History: queryDataList', 'qr-list-url');
+  const lastBlock = urlBlock('Latest record: queryLastData', 'qr-last-url');
   const tryList = h('button', { type: 'button', text: 'Send history request' });
   const tryLast = h('button', { type: 'button', text: 'Send latest request' });
   const response = h('pre', { class: 'json', id: 'qr-response', tabindex: '0', 'aria-label': 'Response' });
   let secret = '';
-  let urls = { list: '', last: '' };
 
   const update = () => {
-    urls = queryUrls(base, m.uuid, secret, { current: cur.value || 1, size: size.value || 25, order: order.value, select: sel.value.trim() });
-    listBlock.set(urls.list, urls.listBare, secret);
-    lastBlock.set(urls.last, urls.lastBare, secret);
+    const p = { current: cur.value || 1, size: size.value || 25, order: order.value, select: sel.value.trim() };
+    const linesFor = (secretInUrl, secretText) => {
+      const u = queryUrls(base, m.uuid, secretInUrl, p);
+      return { list: { url: u.list, curl: curlLine(u.listBare, secretText) }, last: { url: u.last, curl: curlLine(u.lastBare, secretText) } };
+    };
+    const realLines = linesFor(encodeURIComponent(secret), secret);
+    const shown = secretOut.type === 'password' ? linesFor(SECRET_MASK, SECRET_MASK) : realLines;
+    listBlock.set(realLines.list, shown.list);
+    lastBlock.set(realLines.last, shown.last);
   };
   for (const el of [cur, size, order, sel]) el.addEventListener('input', update);
 
@@ -105,7 +123,7 @@ export function renderRequestTab(ctx, body, m) {
 
   mount(body, h('section', { class: 'panel', 'aria-labelledby': 'qr-title' },
     h('h2', { id: 'qr-title', text: 'Quick request' }),
-    h('p', { class: 'hint', text: 'The two read endpoints for dashboards and HMIs. The secret ([main] dataschema_secrets) goes in the header X-Api-Secret, as the curl lines and this page send it. For an HMI that can only be given a URL, the URLs carry it in the query parameter secrets, URL-encoded; proxies and logs keep URLs, so prefer the header.' }),
+    h('p', { class: 'hint', text: 'The two read endpoints for dashboards and HMIs. The secret ([main] dataschema_secrets) goes in the header X-Api-Secret, as the curl lines and this page send it. For an HMI that can only be given a URL, the URLs carry it in the query parameter secrets, URL-encoded; proxies and logs keep URLs, so prefer the header. The lines show the secret masked until you press Show; the Copy buttons always copy it in full.' }),
     m.published ? null : h('p', { class: 'status-line error', text: 'This model is a draft: these requests answer 409 until it is published.' }),
     h('div', { class: 'controls' },
       h('div', { class: 'field inline' }, h('label', { for: 'qr-secret', text: 'Secret' }), secretOut, showSecret, reloadSecret)),

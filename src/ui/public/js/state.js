@@ -1,5 +1,5 @@
 // Shared, cached server state: the data models with their attributes. Views subscribe to changes.
-import { get } from './api.js';
+import { get, listOf } from './api.js';
 
 /** @typedef {{uuid:string,name:string,label:string,type:string,rw:string,unit:string,description:string,rule:any}} Attr */
 /** @typedef {{uuid:string,name:string,description:string,published:boolean,attributes:Attr[]}} Model */
@@ -14,21 +14,15 @@ const listeners = new Set();
 export function onModelsChanged(fn) { listeners.add(fn); return () => listeners.delete(fn); }
 function emit() { for (const fn of listeners) fn(state.models); }
 
-function asArray(d) {
-  if (Array.isArray(d)) return d;
-  if (d && Array.isArray(d.records)) return d.records;
-  return [];
-}
-
 /** The attributes of one model, in model order. */
 export async function fetchAttributes(uuid) {
   const d = await get('schema/properties/list', { schema_uuid: uuid, current: 1, size: 1000 });
-  return asArray(d);
+  return listOf(d);
 }
 
 /** Reload every model and its attributes. */
 export async function loadModels() {
-  const list = asArray(await get('schema/list'));
+  const list = listOf(await get('schema/list'));
   const models = await Promise.all(list.map(async (m) => ({
     uuid: m.uuid,
     name: m.name,

@@ -1,0 +1,61 @@
+/**
+ * How many payloads one worker task of an input carries. A task carries about BATCH_TARGET_MS of work:
+ * long enough to amortise the per-task cost (messaging, and this thread's appends while the worker waits
+ * for its next batch), short enough to keep latency low and far below the hard time limit, which a whole
+ * batch must fit in. It is also how long another input may have to wait for a worker (see ScriptPool),
+ * unless one payload takes longer.
+ */
+import type { RuleScripts } from './protocol.js';
+
+export const BATCH_TARGET_MS = 25;
+export const BATCH_PAYLOADS_MAX = 4096;
+
+/**
+ * Payloads that fill BATCH_TARGET_MS at the measured worker time per payload (all rules), at least
+ * one (a rule that needs more than the target per payload runs one payload per task), and at most
+ * twice the largest batch that completed since the rules last changed (`provenPayloads`): the first
+ * batch of an input, of new rules or after a lost worker carries one payload, and sizes grow from there.
+ */
+export function batchLimit(msPerPayload: number | undefined, provenPayloads: number): number {
+  if (msPerPayload === undefined || provenPayloads === 0) return 1;
+  const fit = Math.floor(BATCH_TARGET_MS / Math.max(msPerPayload, 1e-6));
+  return Math.min(BATCH_PAYLOADS_MAX, 2 * provenPayloads, Math.max(1, fit));
+}
+
+/** The measurements behind one input's batch sizes, for the rule versions they were taken with. */
+export class BatchSizing {
+  /** Moving average of the worker time per payload of this input's batches, for the current rules. */
+  private msPerPayload: number | undefined;
+  /** The largest batch completed since `rulesKey` changed or a worker was lost. */
+  private provenPayloads = 0;
+  /** The rule versions the sizing was measured with. */
+  private rulesKey = '';
+
+  /** Payloads the next batch may carry under `rules`; other rule versions than last time start the sizing over. */
+  limitFor(rules: RuleScripts[]): number {
+    const rulesKey = rulesKeyOf(rules);
+    if (rulesKey !== this.rulesKey) {
+      this.rulesKey = rulesKey;
+      this.reset();
+    }
+    return batchLimit(this.msPerPayload, this.provenPayloads);
+  }
+
+  /** A batch of `payloads` under `rules` took `elapsedMs` of worker time; measured under older rules, it says nothing. */
+  measured(rules: RuleScripts[], payloads: number, elapsedMs: number): void {
+    if (this.rulesKey !== rulesKeyOf(rules)) return;
+    const sample = elapsedMs / payloads;
+    this.msPerPayload = this.msPerPayload === undefined ? sample : 0.7 * this.msPerPayload + 0.3 * sample;
+    this.provenPayloads = Math.max(this.provenPayloads, payloads);
+  }
+
+  /** Start small again: the next batch carries one payload. */
+  reset(): void {
+    this.msPerPayload = undefined;
+    this.provenPayloads = 0;
+  }
+}
+
+function rulesKeyOf(rules: RuleScripts[]): string {
+  return rules.map((r) => `${r.uuid}@${r.version}`).join(',');
+}

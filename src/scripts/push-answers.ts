@@ -1,0 +1,96 @@
+/**
+ * How a push is answered (contract 9): one ticket per push, settled payload by payload as its batches are
+ * applied, and answered once every payload is settled. A payload is settled once its records are stored
+ * and visible; it waits for their fdatasync only under `sync = always`, or when the push asked for
+ * `wait=durable`.
+ */
+import { StoreReadOnlyError } from '../errors.js';
+import type { Applied } from './batch-apply.js';
+import type { InputCounters } from './input-stats.js';
+import type { PushResult, RecordLog } from './types.js';
+
+const PUSH_ERRORS_MAX = 10;
+
+export class PushTicket {
+  remaining: number;
+  readonly result: PushResult = { accepted: 0, failed: 0, errors: [], durable: true };
+  readonly done: Promise<PushResult>;
+  private resolve!: (result: PushResult) => void;
+
+  constructor(
+    count: number,
+    readonly waitDurable: boolean,
+  ) {
+    this.remaining = count;
+    this.done = new Promise((resolve) => (this.resolve = resolve));
+  }
+
+  private readonly kept: number[] = [];
+
+  /** `onDisk`: the payload's records (if any) were fdatasync'ed before this answer. */
+  settle(index: number, error: string | undefined, storeReadOnly: string | undefined, onDisk: boolean): void {
+    if (storeReadOnly !== undefined) this.result.storeReadOnly ??= storeReadOnly;
+    if (!onDisk) this.result.durable = false;
+    if (error === undefined) {
+      this.result.accepted++;
+      this.kept.push(index + 1);
+    } else {
+      this.result.failed++;
+      if (this.result.errors.length < PUSH_ERRORS_MAX) this.result.errors.push({ index, message: error });
+    }
+    if (--this.remaining === 0) {
+      this.result.errors.sort((a, b) => a.index - b.index);
+      if (this.result.storeReadOnly !== undefined) this.result.kept = this.kept.sort((a, b) => a - b);
+      this.resolve(this.result);
+    }
+  }
+}
+
+/** A payload waiting in an input's queue; a simulator's has no ticket (nobody waits for its answer). */
+export interface QueuedPayload {
+  payload: string;
+  ticket?: PushTicket;
+  /** Its position in its push. */
+  index: number;
+}
+
+/** Settles every payload of an applied batch: at once, or once the logs it wrote to are durable. */
+export async function settlePayloads(entries: readonly QueuedPayload[], applied: Applied, counters: InputCounters): Promise<void> {
+  const { failures, readOnly, touched } = applied;
+  const waits = (p: number): boolean => entries[p].ticket?.waitDurable === true;
+  const targetsOf = new Map<number, RecordLog[]>();
+  for (const [target, { payloads }] of touched) for (const p of payloads) targetsOf.set(p, [...(targetsOf.get(p) ?? []), target]);
+  const mustSync = (p: number): boolean => waits(p) || (targetsOf.get(p) ?? []).some((t) => t.durability === 'always');
+  const settleEntry = (p: number, onDisk: boolean): void => {
+    const entry = entries[p];
+    counters.settled(failures.get(p));
+    entry.ticket?.settle(entry.index, failures.get(p), readOnly.get(p), onDisk);
+  };
+  entries.forEach((_, p) => {
+    if (!mustSync(p)) settleEntry(p, !targetsOf.has(p));
+  });
+  const synced = new Set<RecordLog>();
+  await Promise.all(
+    [...touched].map(async ([target, { lastId, payloads }]) => {
+      if (![...payloads].some(mustSync)) return;
+      try {
+        // A push is answered now: a store that turns read-only (disk full) fails it with a 503 rather
+        // than holding the client until space returns. The records stay accepted and are written then.
+        await target.durable(lastId, { rejectWhenReadOnly: true });
+        if (target.durability !== 'none') synced.add(target);
+      } catch (err) {
+        const message = (err as Error).message;
+        for (const p of payloads) {
+          // Read-only: the records are appended and stay in memory until space returns. They are kept,
+          // not failed: a client that resent them would store them twice.
+          if (err instanceof StoreReadOnlyError) {
+            if (!readOnly.has(p)) readOnly.set(p, message);
+          } else if (!failures.has(p)) failures.set(p, `store: ${message}`);
+        }
+      }
+    }),
+  );
+  entries.forEach((_, p) => {
+    if (mustSync(p)) settleEntry(p, (targetsOf.get(p) ?? []).every((t) => synced.has(t)));
+  });
+}

@@ -1,0 +1,138 @@
+/**
+ * Reads one model's durable records from a position in id order (no copy: the log is the buffer) and
+ * cuts them into batches at boundaries that depend on the records only (batching.ts). Records read and
+ * not yet in a batch are kept with their NDJSON lines: the newest batch, cut again while its slot may
+ * still get records, is neither read nor rendered twice.
+ */
+import type { ModelLog } from '../store/model-log.js';
+import type { RecordView } from '../store/types.js';
+import type { OutgoingBatch } from './ack-window.js';
+import { BATCH_RECORDS_MAX, cutBatch, slotEndMs } from './batching.js';
+import type { DurableWatermark } from './durable-watermark.js';
+import { batchMessage, gapMessage, recordLineWriter, type ShippedModel } from './message.js';
+
+export type ReadLog = Pick<ModelLog, 'iterate' | 'generation' | 'idRange'>;
+
+export interface BatchReaderOptions {
+  prefix: string;
+  log: ReadLog;
+  durable: DurableWatermark;
+  /** The model and generation the records are shipped as. */
+  shipped(): ShippedModel;
+}
+
+/** What next() found: a batch to send, or the time before which the newest batch cannot be closed. */
+export type NextBatch = { batch: OutgoingBatch } | { notBeforeMs: number };
+
+export class BatchReader {
+  private pos: number;
+  /** Records pos..aheadEnd read from the log and not yet in a batch (a batch may need more than one read). */
+  private ahead: RecordView[] = [];
+  /** The NDJSON line of each record of `ahead`, made once even when the newest batch is cut again. */
+  private aheadLines: Array<string | undefined> = [];
+  private aheadEnd = 0;
+  /** Bumped whenever `ahead` must be dropped (update-last of an id in it, resend, clear): a read under way then is void. */
+  private aheadEpoch = 0;
+  private lines: { generation: string; write: (r: RecordView) => string } | undefined;
+
+  constructor(
+    private readonly o: BatchReaderOptions,
+    readPos: number,
+  ) {
+    this.pos = readPos;
+  }
+
+  /** The first id not yet in a batch. */
+  get readPos(): number {
+    return this.pos;
+  }
+
+  /** When the oldest record read and not yet in a batch was saved. */
+  get aheadCreateAtMs(): number | undefined {
+    return this.ahead[0]?.create_at;
+  }
+
+  /** Reading starts over at `id` (resend, new generation): what was read ahead is dropped. */
+  restartAt(id: number): void {
+    this.pos = id;
+    this.dropAhead();
+  }
+
+  /** A record changed (update-last): true if it is in no batch yet; read already, it is read again for the newer value. */
+  superseded(id: number): boolean {
+    if (id < this.pos) return false;
+    if (id <= this.aheadEnd) this.dropAhead();
+    return true;
+  }
+
+  /**
+   * Reads what the batch at readPos needs and cuts it. Undefined: nothing to send now (a read was voided,
+   * or more became durable while reading); read again on the next turn.
+   */
+  async next(): Promise<NextBatch | undefined> {
+    const { log, durable } = this.o;
+    const generation = this.o.shipped().generation;
+    const lo = this.pos;
+    const want = Math.min(durable.upToId, lo + BATCH_RECORDS_MAX - 1);
+    if (this.ahead.length === 0) this.aheadEnd = lo - 1;
+    if (this.aheadEnd < want) {
+      const epoch = this.aheadEpoch;
+      const from = this.aheadEnd + 1;
+      this.aheadEnd = want; // an update-last of an id in from..want from now on voids this read
+      const read: RecordView[] = [];
+      for await (const r of log.iterate({ fromId: from, toId: want })) read.push(r);
+      if (log.generation !== generation || epoch !== this.aheadEpoch) return undefined;
+      if (log.idRange().firstId > from) {
+        // Retention removed records at the head (backlog_max_bytes): the gap starts at lo, read from there.
+        const gap = from === lo ? this.gapFrom(lo, read[0]?.id ?? want + 1) : undefined;
+        if (gap !== undefined || from !== lo) {
+          this.dropAhead();
+          return gap === undefined ? undefined : { batch: gap };
+        }
+      }
+      for (const r of read) this.ahead.push(r);
+    }
+    const shipped = this.o.shipped();
+    const line = this.lineWriter(shipped);
+    const lines = this.aheadLines;
+    const cut = cutBatch(lo, this.ahead, this.aheadEnd, (r, i) => (lines[i] ??= line(r)));
+    if (cut.open && cut.count > 0) {
+      // Became durable while reading: read those too before deciding where the newest batch ends.
+      if (this.aheadEnd < Math.min(durable.upToId, lo + BATCH_RECORDS_MAX - 1)) return undefined;
+      const closesAtMs = slotEndMs(this.ahead[cut.count - 1].create_at as number);
+      if (durable.asOfMs < closesAtMs) return { notBeforeMs: closesAtMs };
+    }
+    const firstCreateAtMs = this.ahead[0]?.create_at;
+    this.ahead = cut.count === this.ahead.length ? [] : this.ahead.slice(cut.count);
+    this.aheadLines = this.ahead.length === 0 ? [] : this.aheadLines.slice(cut.count);
+    this.pos = cut.lastId + 1;
+    if (cut.lines.length === 0) {
+      // Every id of the range was lost to corruption (recovery reported it): nothing to send.
+      return { batch: { firstId: lo, lastId: cut.lastId, records: 0, lost: 0, firstCreateAtMs: undefined, message: undefined } };
+    }
+    const message = batchMessage(this.o.prefix, shipped, lo, cut.lastId, cut.lines);
+    return { batch: { firstId: lo, lastId: cut.lastId, records: cut.lines.length, lost: 0, firstCreateAtMs, message } };
+  }
+
+  /** Retention removed lo..(first id in the log - 1) before the hub acknowledged them (backlog_max_bytes): the gap message. */
+  private gapFrom(lo: number, firstReadId: number): OutgoingBatch | undefined {
+    const gapEnd = Math.min(this.o.log.idRange().firstId, firstReadId) - 1;
+    if (gapEnd < lo) return undefined;
+    this.pos = gapEnd + 1;
+    const lost = gapEnd - lo + 1;
+    return { firstId: lo, lastId: gapEnd, records: 0, lost, firstCreateAtMs: undefined, message: gapMessage(this.o.prefix, this.o.shipped(), lo, gapEnd, 'backlog_max_bytes') };
+  }
+
+  /** One writer per generation: the envelope is part of every line. */
+  private lineWriter(shipped: ShippedModel): (r: RecordView) => string {
+    if (this.lines?.generation !== shipped.generation) this.lines = { generation: shipped.generation, write: recordLineWriter(shipped) };
+    return this.lines.write;
+  }
+
+  private dropAhead(): void {
+    this.ahead = [];
+    this.aheadLines = [];
+    this.aheadEnd = this.pos - 1;
+    this.aheadEpoch++;
+  }
+}
