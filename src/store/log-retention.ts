@@ -13,6 +13,8 @@ export class LogRetention {
   private limits: RetentionLimits;
   private floor: RetentionFloor | undefined;
   private run: Promise<void> | undefined;
+  /** The limits the pass in flight applies: a pass with older limits does not stand for a new one. */
+  private runLimits: RetentionLimits | undefined;
 
   constructor(
     private readonly io: FileIo,
@@ -33,10 +35,17 @@ export class LogRetention {
     this.floor = floor;
   }
 
-  /** A pass over `g`, or the one in flight. */
+  /** A pass over `g`: the one in flight when it applies the current limits, else one after it. */
   enforce(g: Generation, nowMs: number): Promise<void> {
-    this.run ??= this.pass(g, nowMs).finally(() => (this.run = undefined));
-    return this.run;
+    if (this.run !== undefined && this.runLimits === this.limits) return this.run;
+    const before = this.ended();
+    const limits = this.limits;
+    const run: Promise<void> = before.then(() => this.pass(g, nowMs, limits)).finally(() => {
+      if (this.run === run) this.run = undefined;
+    });
+    this.run = run;
+    this.runLimits = limits;
+    return run;
   }
 
   /** The pass in flight has ended; its failure is its caller's (enforce) to report. */
@@ -47,9 +56,8 @@ export class LogRetention {
     );
   }
 
-  private async pass(g: Generation, nowMs: number): Promise<void> {
+  private async pass(g: Generation, nowMs: number, r: RetentionLimits): Promise<void> {
     if (!g.manifest) return;
-    const r = this.limits;
     const limits = r.maxAgeMs > 0 && !this.ageClock.trusted(nowMs, g.lastTs) ? { ...r, maxAgeMs: 0 } : r;
     await applyRetention(this.io, this.dir, g.segments, g.manifest, limits, nowMs, this.floor);
   }
