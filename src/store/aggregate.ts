@@ -7,7 +7,7 @@
  * `from`, or whose summary starts at or after `to`, is skipped.
  */
 import fs from 'node:fs';
-import { decodeValues, readRange, walkFrames, type HeldSegments, type LostFn, type StoredRecord } from './reader.js';
+import { decodeValues, readRange, walkFrames, type BufferedBytes, type HeldSegments, type LostFn, type StoredRecord } from './reader.js';
 import type { Segment } from './segment.js';
 import type { FileIo } from './file-io.js';
 import { StatsTable, type FieldStats } from './stats-table.js';
@@ -73,6 +73,7 @@ const SYNC_READS_PER_TURN = 256;
  */
 async function readStraddles(
   io: FileIo,
+  buffered: BufferedBytes,
   segments: readonly Segment[],
   which: readonly number[],
   summaries: readonly SegmentSummary[],
@@ -98,7 +99,7 @@ async function readStraddles(
     };
     const seg = segOf.get(summary) as Segment;
     if (!seg.sealedOnDisk) {
-      pending.push(readRange(io, segments, a, b, lost).then(keep));
+      pending.push(readRange(io, buffered, segments, a, b, lost).then(keep));
       continue;
     }
     if (++syncReads % SYNC_READS_PER_TURN === 0) await new Promise((resolve) => setImmediate(resolve));
@@ -127,6 +128,7 @@ function readFullySync(fd: number, buf: Buffer, pos: number): void {
 
 export async function aggregate(
   io: FileIo,
+  buffered: BufferedBytes,
   held: HeldSegments,
   book: SummaryBook,
   fieldIndexes: readonly number[],
@@ -184,7 +186,7 @@ export async function aggregate(
     }
     addBlocks(coarseRows * COARSE_BLOCKS, s.blocks);
   });
-  const reads = await readStraddles(io, segments, which, summaries, straddles, lost);
+  const reads = await readStraddles(io, buffered, segments, which, summaries, straddles, lost);
 
   const acc = new StatsTable(fieldIndexes.length, span.count);
   const counts = new Float64Array(span.count);

@@ -19,7 +19,7 @@ export const SYNC_INTERVAL_MS_DEFAULT = 1000;
 export const WRITE_CHUNK_BYTES = 64 * KIB;
 /** Bytes accepted but not yet handed to the kernel; beyond this, writes are refused (UnavailableError). */
 export const WRITE_QUEUE_BYTES_MAX = 64 * MIB;
-/** Bytes of a segment written but not yet fdatasync'ed that are also kept in memory (see Segment.keepUnsynced); beyond this an fdatasync is due. */
+/** Bytes of a segment written but not yet fdatasync'ed that are also kept in memory (see WriteBuffer: unsynced); beyond this an fdatasync is due. */
 export const UNSYNCED_BYTES_MAX = 16 * MIB;
 /** Flush delay when durability is not `always` (NATS coalesces for up to 8 ms). */
 export const FLUSH_DELAY_MS = 4;

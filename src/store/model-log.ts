@@ -1,24 +1,22 @@
 /**
- * One model's log: the public write and read API over a generation (segments + writer). clear() swaps in
- * a fresh generation at once, so writes made after the call land in the new, empty log with ids from 1.
- * Background work (checkpoint and retention timers, retention after a seal) has no caller to fail to: its
- * failures go to the store's `warn`.
+ * One model's log: the public write and read API over a generation (generation.ts: segments, writer with
+ * its write buffer, manifest). clear() swaps in a fresh generation at once, so writes made after the call
+ * land in the new, empty log with ids from 1. Background work (checkpoint and retention timers, retention
+ * after a seal) has no caller to fail to: its failures go to the store's `warn`.
  */
-import fs from 'node:fs';
 import path from 'node:path';
 import { Packr } from 'msgpackr';
-import { FRAME_HEADER_BYTES, FRAME_SAVE, FRAME_SUPERSEDE, type FrameType, checkFrame, sealFrame, frameId, frameTs } from './frame.js';
+import { FRAME_SAVE, FRAME_SUPERSEDE, type FrameType } from './frame.js';
 import { Segment, newestRecordId } from './segment.js';
-import { Writer } from './writer.js';
+import { Generation, type GenerationConfig } from './generation.js';
 import { LatencyHistogram } from './latency.js';
-import { type ManifestWriter } from './manifest.js';
-import { addLostRange, createModelDirSync, manifestOf, openModelDirSync } from './recovery.js';
-import { HeldSegments, bytesOf, decodeValues, fitRange, planParts, projection, readPlanned, readRange } from './reader.js';
-import { toView, validatePage, type Projection } from './reader.js';
-import { type RetentionFloor, applyRetention, totalBytes } from './retention.js';
+import { addLostRange, createModelDirSync, openModelDirSync } from './recovery.js';
+import { HeldSegments } from './reader.js';
+import { type ReadContext, idRangeOfTime, iterateRecords, latestOf, readPage } from './log-reads.js';
+import type { RetentionFloor } from './retention.js';
+import { LogRetention } from './log-retention.js';
 import { newGeneration } from './generation-file.js';
-import { writeIndex } from './index-file.js';
-import { idRangeOf, type IdRange, type TimeRange } from './time-index.js';
+import type { IdRange, TimeRange } from './time-index.js';
 import { aggregate, bucketSpan, type AggregateQuery, type Bucket } from './aggregate.js';
 import { SummaryBook } from './summaries.js';
 import { SerialQueue } from '../util/atomic-file.js';
@@ -29,15 +27,9 @@ import { AgeClock } from './age-clock.js';
 import {
   CHECKPOINT_INTERVAL_MS,
   CLOCK_JUMP_MAX_MS_DEFAULT,
-  ITERATE_CHUNK_RECORDS,
-  LATEST_PROJECTIONS_MAX,
-  MIB,
-  MODEL_FIELDS_MAX,
-  PAGE_BYTES_MAX,
   RECORD_BYTES_MAX,
   RETENTION_CHECK_INTERVAL_MS,
   WRITE_QUEUE_BYTES_MAX,
-  validateRetention,
 } from './constants.js';
 import type {
   ExportRange,
@@ -53,8 +45,8 @@ import type {
   RetentionLimits,
   StoreOptions,
 } from './types.js';
-import { type StoredFields, writeFieldsSync } from './fields-file.js';
-import { type FieldLayout, type VisibleFields, layoutOf, validateFields, withColumnsFor } from './field-layout.js';
+import type { VisibleFields } from './field-layout.js';
+import { LogFields } from './log-fields.js';
 import { InvalidArgumentError, PayloadTooLargeError, StoreReadOnlyError, UnavailableError } from '../errors.js';
 import type { DiskReserve } from './disk-reserve.js';
 
@@ -80,68 +72,60 @@ export interface ModelLogConfig {
   reserve?: DiskReserve;
 }
 
-/** Segments, writer and newest-record cache of one incarnation of the log (replaced by clear). */
-interface Gen {
-  /** GENERATION of the directory (generation-file.ts); a clear picks the next one at once. */
-  generation: string;
-  segments: Segment[];
-  writer: Writer;
-  manifest: ManifestWriter | undefined;
-  nextId: number;
-  lastTs: number;
-  lastId: number;
-  lastValues: unknown[] | undefined;
-  lastType: FrameType;
-  lastFrameBytes: number;
-  lastView: RecordView | undefined;
-  lastProjected: Map<string, RecordView>;
-}
-
 export class ModelLog {
   readonly modelId: string;
-  /** Which stored column each field reads (field-layout.ts); replaced by setFields. */
-  private layout: FieldLayout;
-  private columns: StoredFields;
+  /** Which stored column each field reads (log-fields.ts); replaced by setFields. */
+  private fieldBook: LogFields;
   readonly recovery: RecoveryReport;
-  private gen: Gen;
-  private retention: RetentionLimits;
+  private gen: Generation;
+  private readonly genConfig: GenerationConfig;
+  private readonly retention: LogRetention;
   private readonly packr = new Packr({ useRecords: false });
-  private fieldIndex: Map<string, number>;
-  private fullProjection: Projection;
   private readonly timers: NodeJS.Timeout[] = [];
   /** Kept across generations (clear), so the counts only grow. */
   private readonly fsyncLatency = new LatencyHistogram();
-  private retentionRun: Promise<void> | undefined;
   private readonly clears = new SerialQueue();
   private closed = false;
   /** Why save/updateLast are refused while a restore or import appends alone (see holdWrites). */
   private writesHeldFor: string | undefined;
   private readonly findingsBook: FindingsBook;
   /** Aggregation summaries of each generation (summaries.ts), dropped with it. */
-  private readonly summaryBooks = new WeakMap<Gen, SummaryBook>();
+  private readonly summaryBooks = new WeakMap<Generation, SummaryBook>();
   private readonly ageClock: AgeClock;
   /** Told when updateLast replaces a record under its id (the uplink sends it again). */
   private readonly supersedeListeners = new Set<(id: number) => void>();
-  private retentionFloor: RetentionFloor | undefined;
   private readonly onLost = (fromId: number, toId: number): void => {
     addLostRange(this.recovery.lostRanges, fromId, toId);
     this.findingsBook.lost(fromId, toId);
   };
+  /** What the reads (log-reads.ts) need, with the layout of the moment. */
+  private get reads(): ReadContext {
+    return { io: this.c.io, layout: this.fieldBook.layout, lost: this.onLost };
+  }
 
   private constructor(private readonly c: ModelLogConfig) {
     this.modelId = c.modelId;
-    this.retention = c.retention;
     const opened = openModelDirSync(c.io, c.dir, c.modelId, visibleOf(c), c.sealedFds);
-    this.columns = opened.columns;
-    this.layout = opened.layout;
-    this.fieldIndex = new Map(this.layout.names.map((f, i) => [f, i]));
-    this.fullProjection = projection(this.layout, undefined);
+    this.fieldBook = new LogFields(opened.columns, opened.layout);
     this.recovery = opened.report;
     const warn = (m: string): void => c.warn(`model ${c.modelId}: ${m}`);
     this.findingsBook = new FindingsBook(c.io, c.dir, opened.report, warn);
     this.ageClock = new AgeClock(c.options.clockJumpMaxMs ?? CLOCK_JUMP_MAX_MS_DEFAULT, warn);
-    this.gen = this.newGen(opened.generation, opened.segments, opened.manifest, false);
-    this.loadLast(this.gen);
+    this.retention = new LogRetention(c.io, c.dir, c.retention, this.ageClock);
+    this.genConfig = {
+      modelId: c.modelId,
+      dir: c.dir,
+      io: c.io,
+      options: c.options,
+      retryMs: c.readOnlyRetryMs,
+      onSealed: () => this.inBackground('retention after a seal', () => this.enforceRetention()),
+      fsyncLatency: this.fsyncLatency,
+      sealedFds: c.sealedFds,
+      warn: c.warn,
+      gapReported: (fromId, toId) => this.recovery.lostRanges.some((r) => r.fromId <= fromId && r.toId >= toId),
+    };
+    this.gen = new Generation(this.genConfig, opened.generation, opened.segments, opened.manifest, false);
+    this.gen.loadNewest();
     this.timers.push(setInterval(() => this.inBackground('checkpoint', () => this.checkpoint()), CHECKPOINT_INTERVAL_MS));
     this.timers.push(setInterval(() => this.inBackground('retention', () => this.enforceRetention()), RETENTION_CHECK_INTERVAL_MS));
     for (const t of this.timers) t.unref();
@@ -158,7 +142,7 @@ export class ModelLog {
 
   /** The fields a record shows, in the model's order. */
   get fields(): readonly string[] {
-    return this.layout.names;
+    return this.fieldBook.names;
   }
 
   /**
@@ -167,21 +151,10 @@ export class ModelLog {
    */
   setFields(spec: Pick<ModelSpec, 'fields' | 'types' | 'defaults'>): void {
     if (this.closed) throw new UnavailableError(`model ${this.modelId} is closed`);
-    validateFields(spec.fields);
-    const visible = visibleOf(spec);
-    const columns = withColumnsFor(this.columns, visible);
-    if (columns.names.length > MODEL_FIELDS_MAX) {
-      throw new InvalidArgumentError(`model ${this.modelId}: at most ${MODEL_FIELDS_MAX} stored columns, adding these would make ${columns.names.length}`);
-    }
-    const layout = layoutOf(this.modelId, columns, visible);
-    if (columns !== this.columns) {
-      writeFieldsSync(this.c.dir, columns);
-      this.summaryBooks.delete(this.gen);
-    }
-    this.columns = columns;
-    this.layout = layout;
-    this.fieldIndex = new Map(layout.names.map((f, i) => [f, i]));
-    this.fullProjection = projection(layout, undefined);
+    const next = this.fieldBook.changed(this.modelId, this.c.dir, visibleOf(spec));
+    // Summaries are kept per stored column: a new column needs a new book.
+    if (next.columns !== this.fieldBook.columns) this.summaryBooks.delete(this.gen);
+    this.fieldBook = next;
     this.gen.lastView = undefined;
     this.gen.lastProjected = new Map();
   }
@@ -192,22 +165,13 @@ export class ModelLog {
 
   save(record: Record<string, unknown>): number {
     const g = this.writable();
-    const { names, columns } = this.layout;
-    // Columns no field reads (attributes removed after publish) are stored as null.
-    const values = new Array<unknown>(this.columns.names.length).fill(null);
-    for (let i = 0; i < names.length; i++) values[columns[i]] = record[names[i]] ?? null;
-    return this.append(g, FRAME_SAVE, g.nextId, this.ageClock.recordTs(Date.now(), g.lastTs), values);
+    return this.append(g, FRAME_SAVE, g.nextId, this.ageClock.recordTs(Date.now(), g.lastTs), this.fieldBook.valuesOf(record));
   }
 
   updateLast(fields: Record<string, unknown>): number {
     const g = this.writable();
     if (g.lastValues === undefined) return this.save(fields);
-    const values = g.lastValues.slice();
-    for (const k of Object.keys(fields)) {
-      const i = this.fieldIndex.get(k);
-      if (i === undefined) throw new InvalidArgumentError(`updateLast: unknown field ${JSON.stringify(k)}`);
-      if (fields[k] !== undefined) values[this.layout.columns[i]] = fields[k];
-    }
+    const values = this.fieldBook.updated(g.lastValues, fields, 'updateLast');
     // The newest id handed out lost its record (recovery): the update becomes a new record.
     if (g.lastId !== g.nextId - 1) return this.append(g, FRAME_SAVE, g.nextId, this.ageClock.recordTs(Date.now(), g.lastTs), values);
     const id = this.append(g, FRAME_SUPERSEDE, g.lastId, g.lastTs, values);
@@ -227,7 +191,7 @@ export class ModelLog {
 
   /** This incarnation of the log: a new random value at creation and at every clear (ids restart at 1). */
   get generation(): string {
-    return this.gen.generation;
+    return this.gen.name;
   }
 
   /** The oldest and newest stored id of the current generation (lastId = firstId - 1 when empty). */
@@ -241,7 +205,7 @@ export class ModelLog {
    * removes it. Set by the fleet uplink for the models it ships.
    */
   setRetentionFloor(floor: RetentionFloor | undefined): void {
-    this.retentionFloor = floor;
+    this.retention.setFloor(floor);
   }
 
   /**
@@ -266,13 +230,11 @@ export class ModelLog {
     const g = this.writable(true);
     if (!Number.isSafeInteger(id) || id < g.nextId) throw new InvalidArgumentError(`appendStored: id ${id} is below the next id ${g.nextId}`);
     if (!Number.isFinite(tsMs) || tsMs < g.lastTs) throw new InvalidArgumentError(`appendStored: create_at ${tsMs} is before ${g.lastTs}`);
-    const n = this.fields.length;
-    const values = new Array<unknown>(n);
-    for (let i = 0; i < n; i++) values[i] = record[this.fields[i]] ?? null;
+    const values = this.fieldBook.valuesOf(record);
     const active = g.segments[g.segments.length - 1];
     if (id > g.nextId) {
       if (active.count === 0) throw new InvalidArgumentError(`appendStored: id ${id} leaves a gap at the start of a segment (first id ${active.firstId})`);
-      this.roll(g, id, tsMs);
+      g.skipTo(id, tsMs);
     }
     return this.append(g, FRAME_SAVE, id, tsMs, values);
   }
@@ -291,104 +253,44 @@ export class ModelLog {
   }
 
   async page(q: PageQuery): Promise<PageResult> {
-    const p = validatePage(q, this.layout);
     const g = this.gen;
-    let firstId = g.segments[0].firstId;
-    let lastId = newestRecordId(g.segments);
-    if (q.fromMs !== undefined || q.toMs !== undefined) {
-      ({ firstId, lastId } = await this.idRangeOfTime(q));
-      if (this.gen !== g) return this.page(q);
-    }
-    const total = Math.max(0, lastId - firstId + 1);
-    const skip = (q.current - 1) * q.size;
-    const lo = q.order === 'asc' ? firstId + skip : Math.max(firstId, lastId - skip - q.size + 1);
-    const hi = q.order === 'asc' ? Math.min(lastId, firstId + skip + q.size - 1) : lastId - skip;
-    if (lo > hi) return { total, records: [] };
-    const plan = planParts(g.segments, lo, hi);
-    const bytes = bytesOf(plan);
-    if (bytes > PAGE_BYTES_MAX) {
-      throw new InvalidArgumentError(
-        `size: a page of ${q.size} records here reads ${Math.ceil(bytes / MIB)} MiB of stored records, more than the ` +
-          `${PAGE_BYTES_MAX / MIB} MiB a page may; ask for fewer records per page`,
-      );
-    }
-    const recs = await readPlanned(this.c.io, plan, this.onLost);
-    const records = recs.map((r) => toView(p, r.id, r.ts, decodeValues(r.payload)));
-    if (q.order === 'desc') records.reverse();
-    return { total, records };
+    return (await readPage(this.reads, g, q, () => this.gen === g)) ?? this.page(q);
   }
 
   /** The ids of the records whose create_at lies in [fromMs, toMs): a binary search (time-index.ts), never a scan. */
-  async idRangeOfTime(range: TimeRange): Promise<IdRange> {
-    const held = new HeldSegments(this.gen.segments);
-    try {
-      return await idRangeOf(this.c.io, held.segments, range, this.onLost);
-    } finally {
-      held.releaseAll();
-    }
+  idRangeOfTime(range: TimeRange): Promise<IdRange> {
+    return idRangeOfTime(this.reads, this.gen, range);
   }
 
   /** Buckets of [fromMs, toMs) with per-field statistics, from the segment summaries (aggregate.ts). */
   async aggregate(q: AggregateQuery): Promise<Bucket[]> {
     bucketSpan(q);
     const fieldIndexes = q.fields.map((name) => {
-      const i = this.fieldIndex.get(name);
-      if (i === undefined) throw new InvalidArgumentError(`aggregate: unknown field ${JSON.stringify(name)}`);
-      return this.layout.columns[i];
+      const column = this.fieldBook.columnOf(name);
+      if (column < 0) throw new InvalidArgumentError(`aggregate: unknown field ${JSON.stringify(name)}`);
+      return column;
     });
     const g = this.gen;
     let book = this.summaryBooks.get(g);
     if (!book) {
-      // Summaries are kept per stored column: a column added later makes a new book (setFields).
-      book = new SummaryBook(this.c.io, this.c.dir, this.columns.names.length, this.onLost, () => this.gen === g && !this.closed);
+      book = new SummaryBook(this.c.io, g.buffer, this.c.dir, this.fieldBook.columns.names.length, this.onLost, () => this.gen === g && !this.closed);
       this.summaryBooks.set(g, book);
     }
     const newest = g.lastValues === undefined ? undefined : { id: g.lastId, ts: g.lastTs, values: g.lastValues };
     const held = new HeldSegments(g.segments);
     try {
-      return await aggregate(this.c.io, held, book, fieldIndexes, q, newest, this.onLost);
+      return await aggregate(this.c.io, g.buffer, held, book, fieldIndexes, q, newest, this.onLost);
     } finally {
       held.releaseAll();
     }
   }
 
   latest(select?: readonly string[]): RecordView | undefined {
-    const g = this.gen;
-    if (g.lastValues === undefined) return undefined;
-    if (select === undefined) {
-      g.lastView ??= Object.freeze(toView(this.fullProjection, g.lastId, g.lastTs, g.lastValues));
-      return g.lastView;
-    }
-    if (!Array.isArray(select)) throw new InvalidArgumentError('select must be an array of field names');
-    const key = select.join('\u0000');
-    let v = g.lastProjected.get(key);
-    if (!v) {
-      v = Object.freeze(toView(projection(this.layout, select), g.lastId, g.lastTs, g.lastValues));
-      if (g.lastProjected.size >= LATEST_PROJECTIONS_MAX) g.lastProjected.clear();
-      g.lastProjected.set(key, v);
-    }
-    return v;
+    return latestOf(this.gen, this.fieldBook.layout, this.fieldBook.full, select);
   }
 
-  /** Pulls ITERATE_CHUNK_RECORDS at a time over a snapshot (last id, segment list) taken at the start. */
-  async *iterate(range: ExportRange = {}): AsyncGenerator<RecordView, void, undefined> {
-    const p = projection(this.layout, range.select);
-    const g = this.gen;
-    const held = new HeldSegments(g.segments);
-    try {
-      const segments = held.segments;
-      const a = Math.max(range.fromId ?? 1, segments[0].firstId);
-      const b = Math.min(range.toId ?? Number.MAX_SAFE_INTEGER, g.nextId - 1);
-      for (let lo = a; lo <= b; ) {
-        held.releaseBefore(lo);
-        const hi = fitRange(segments, lo, Math.min(b, lo + ITERATE_CHUNK_RECORDS - 1), PAGE_BYTES_MAX);
-        const recs = await readRange(this.c.io, segments, lo, hi, this.onLost);
-        for (const r of recs) yield toView(p, r.id, r.ts, decodeValues(r.payload));
-        lo = hi + 1;
-      }
-    } finally {
-      held.releaseAll();
-    }
+  iterate(range: ExportRange = {}): AsyncGenerator<RecordView, void, undefined> {
+    return iterateRecords(this.reads, this.gen, range);
   }
 
   /** The swap happens now; the old generation's files are retired in the background, one clear at a time. */
@@ -396,7 +298,7 @@ export class ModelLog {
     if (this.closed) return Promise.reject(new UnavailableError(`model ${this.modelId} is closed`));
     this.findingsBook.forget();
     const old = this.gen;
-    const fresh = this.newGen(newGeneration(), [new Segment(1, 1, Date.now())], undefined, true);
+    const fresh = new Generation(this.genConfig, newGeneration(), [new Segment(1, 1, Date.now())], undefined, true);
     this.gen = fresh;
     return this.clears.run(() => this.clearNow(old, fresh));
   }
@@ -417,34 +319,22 @@ export class ModelLog {
   }
 
   setRetention(limits: RetentionLimits): void {
-    validateRetention(limits);
-    this.retention = { ...limits };
+    this.retention.set(limits);
   }
 
   enforceRetention(nowMs = Date.now()): Promise<void> {
-    this.retentionRun ??= this.retentionNow(nowMs).finally(() => (this.retentionRun = undefined));
-    return this.retentionRun;
+    return this.closed ? Promise.resolve() : this.retention.enforce(this.gen, nowMs);
   }
 
   stats(): ModelLogStats {
-    const g = this.gen;
-    const w = g.writer;
-    const firstId = g.segments[0].firstId;
-    const lastId = newestRecordId(g.segments);
+    const findings = this.findingsBook.get();
     return {
       state: this.state,
-      total: Math.max(0, lastId - firstId + 1),
-      firstId,
-      lastId,
-      nextId: g.nextId,
-      ...oldestTsOf(g.segments),
-      segments: g.segments.length,
-      bytes: totalBytes(g.segments),
-      pendingSyncBytes: w.pendingSyncBytes,
-      recoveryTruncatedBytes: this.findingsBook.get()?.truncatedBytes ?? 0,
-      recoveryLostIds: this.findingsBook.get()?.lostIds ?? 0,
+      ...this.gen.counts(),
+      recoveryTruncatedBytes: findings?.truncatedBytes ?? 0,
+      recoveryLostIds: findings?.lostIds ?? 0,
       fsync: this.fsyncLatency.snapshot(),
-      ...readOnlyStats(w, this.c.reserve),
+      ...readOnlyStats(this.gen.writer, this.c.reserve),
     };
   }
 
@@ -454,16 +344,8 @@ export class ModelLog {
     this.closed = true;
     for (const t of this.timers) clearInterval(t);
     await this.clears.run(async () => {});
-    await this.retentionEnded();
-    const g = this.gen;
-    const drained = await g.writer.drain();
-    g.writer.close();
-    const active = g.segments[g.segments.length - 1];
-    if (drained && g.manifest) {
-      await writeIndex(this.c.io, this.c.dir, active);
-      await g.manifest.write(() => ({ ...manifestOf(g.segments), clean: true }));
-    }
-    await this.releaseGen(g);
+    await this.retention.ended();
+    await this.gen.close();
   }
 
   /**
@@ -475,12 +357,12 @@ export class ModelLog {
     this.closed = true;
     for (const t of this.timers) clearInterval(t);
     await this.clears.run(async () => {});
-    await this.retentionEnded();
+    await this.retention.ended();
     await this.gen.writer.stop();
-    await this.releaseGen(this.gen);
+    await this.gen.release();
   }
 
-  private writable(holder = false): Gen {
+  private writable(holder = false): Generation {
     const g = this.gen;
     if (this.closed) throw new UnavailableError(`model ${this.modelId} is closed`);
     if (this.writesHeldFor !== undefined && !holder) throw new UnavailableError(`model ${this.modelId}: ${this.writesHeldFor}`, 5);
@@ -493,30 +375,12 @@ export class ModelLog {
     return g;
   }
 
-  private append(g: Gen, type: FrameType, id: number, ts: number, values: unknown[]): number {
+  private append(g: Generation, type: FrameType, id: number, ts: number, values: unknown[]): number {
     const payload = this.packr.pack(values);
     if (payload.length > RECORD_BYTES_MAX) {
       throw new PayloadTooLargeError(`record of ${payload.length} bytes exceeds ${RECORD_BYTES_MAX} bytes`);
     }
-    const bytes = FRAME_HEADER_BYTES + payload.length;
-    let seg = g.segments[g.segments.length - 1];
-    if (type === FRAME_SUPERSEDE && this.coalesce(g, seg, payload, bytes)) return this.setLast(g, type, id, ts, values, bytes);
-    if (this.shouldRoll(seg, bytes, ts)) seg = this.roll(g, id, ts);
-    const c = g.writer.ensureRoom(seg, bytes);
-    payload.copy(c.buf, c.len + FRAME_HEADER_BYTES);
-    const crc = sealFrame(c.buf, c.len, type, id, ts, payload.length);
-    seg.setFrame(id, c.base + c.len, bytes, ts, crc);
-    g.writer.commit(bytes);
-    if (type === FRAME_SAVE) g.nextId = id + 1;
-    return this.setLast(g, type, id, ts, values, bytes);
-  }
-
-  /** A retention pass in flight has ended; its failure is its caller's (enforceRetention) or logged (inBackground). */
-  private async retentionEnded(): Promise<void> {
-    await this.retentionRun?.then(
-      () => undefined,
-      () => undefined,
-    );
+    return g.append(type, id, ts, values, payload);
   }
 
   /** Work no caller waits for: a failure is logged, unless a close, drop or clear overtook the work. */
@@ -528,126 +392,23 @@ export class ModelLog {
     });
   }
 
-  private setLast(g: Gen, type: FrameType, id: number, ts: number, values: unknown[], bytes: number): number {
-    g.lastId = id;
-    g.lastTs = ts;
-    g.lastValues = values;
-    g.lastType = type;
-    g.lastFrameBytes = bytes;
-    g.lastView = undefined;
-    if (g.lastProjected.size > 0) g.lastProjected = new Map();
-    return id;
-  }
-
-  /** A SUPERSEDE of the same id still in the unflushed chunk is overwritten in place (flash wear). */
-  private coalesce(g: Gen, seg: Segment, payload: Buffer, bytes: number): boolean {
-    const c = g.writer.cur;
-    if (!c || g.lastType !== FRAME_SUPERSEDE || g.lastFrameBytes !== bytes) return false;
-    const at = seg.lastFrameOffset - c.base;
-    if (at < 0 || at + bytes !== c.len || seg.mem[seg.mem.length - 1] !== c) return false;
-    payload.copy(c.buf, at + FRAME_HEADER_BYTES);
-    seg.lastFrameCrc = sealFrame(c.buf, at, FRAME_SUPERSEDE, g.lastId, g.lastTs, payload.length);
-    return true;
-  }
-
-  private shouldRoll(seg: Segment, bytes: number, ts: number): boolean {
-    if (seg.count <= 0) return false;
-    const o = this.c.options;
-    return seg.bytes + bytes > o.segmentBytesMax || ts - seg.minTs >= o.segmentAgeMsMax;
-  }
-
-  private roll(g: Gen, firstId: number, ts: number): Segment {
-    const old = g.segments[g.segments.length - 1];
-    old.seal();
-    const next = new Segment(old.segNo + 1, firstId, ts);
-    g.segments.push(next);
-    g.writer.roll(old, next);
-    return next;
-  }
-
-  private newGen(generation: string, segments: Segment[], manifest: ManifestWriter | undefined, blocked: boolean): Gen {
-    const active = segments[segments.length - 1];
-    const gen: Gen = {
-      generation,
-      segments,
-      manifest,
-      writer: undefined as unknown as Writer,
-      nextId: Math.max(active.firstId, ...segments.map((s) => s.lastId + 1)),
-      lastTs: Math.max(0, ...segments.map((s) => s.maxTs)),
-      lastId: 0,
-      lastValues: undefined,
-      lastType: FRAME_SAVE,
-      lastFrameBytes: 0,
-      lastView: undefined,
-      lastProjected: new Map(),
-    };
-    gen.writer = new Writer(
-      {
-        modelId: this.modelId,
-        dir: this.c.dir,
-        io: this.c.io,
-        durability: this.c.options.durability,
-        syncIntervalMs: this.c.options.syncIntervalMs,
-        retryMs: this.c.readOnlyRetryMs,
-        checkpoint: () => (gen.manifest ? gen.manifest.write(() => manifestOf(gen.segments)) : Promise.resolve()),
-        onSealed: () => this.inBackground('retention after a seal', () => this.enforceRetention()),
-        warn: this.c.warn,
-        fsyncLatency: this.fsyncLatency,
-        sealedFds: this.c.sealedFds,
-      },
-      active,
-      blocked,
-    );
-    return gen;
-  }
-
-  /** The newest record, decoded once at open so latest() never does I/O. */
-  private loadLast(g: Gen): void {
-    // From the newest segment: an updateLast that rolled the segment leaves the id in two segments, and
-    // the newer one holds its newest version (readRange reads it from there too).
-    // Ids lost at the tail (see continueAfterHandedOut) may sit between it and nextId.
-    let seg: Segment | undefined;
-    for (let i = g.segments.length - 1; i >= 0 && seg === undefined; i--) if (g.segments[i].count > 0) seg = g.segments[i];
-    if (!seg?.file.attached) return;
-    const b = Buffer.alloc(seg.bytes - seg.lastFrameOffset);
-    const at = seg.lastFrameOffset;
-    seg.file.useSync((fd) => fs.readSync(fd, b, 0, b.length, at));
-    const n = checkFrame(b, 0, b.length);
-    if (n <= 0) return;
-    g.lastValues = decodeValues(b.subarray(FRAME_HEADER_BYTES, n));
-    g.lastId = frameId(b, 0);
-    g.lastTs = Math.max(g.lastTs, frameTs(b, 0));
-    g.lastFrameBytes = n;
-  }
-
   /**
    * fdatasync, then record in the manifest how far the active segment is synced: recovery trusts the
    * data before that offset and ends the log at the first bad frame after it. Runs on a timer too.
    */
-  async checkpoint(): Promise<void> {
-    const g = this.gen;
-    if (g.writer.state !== 'ok' || !g.manifest) return;
-    await g.writer.requestSync();
-    await g.manifest.write(() => manifestOf(g.segments));
-  }
-
-  private async retentionNow(nowMs: number): Promise<void> {
-    const g = this.gen;
-    if (!g.manifest || this.closed) return;
-    const r = this.retention;
-    const limits = r.maxAgeMs > 0 && !this.ageClock.trusted(nowMs, g.lastTs) ? { ...r, maxAgeMs: 0 } : r;
-    await applyRetention(this.c.io, this.c.dir, g.segments, g.manifest, limits, nowMs, this.retentionFloor);
+  checkpoint(): Promise<void> {
+    return this.gen.checkpoint();
   }
 
   /**
    * NATS purge pattern: the directory is renamed to trash (atomic), then recreated empty. A crash before
    * the rename keeps the old data, after it the model opens empty; open finishes removing the trash.
    */
-  private async clearNow(old: Gen, fresh: Gen): Promise<void> {
-    await this.retentionEnded();
+  private async clearNow(old: Generation, fresh: Generation): Promise<void> {
+    await this.retention.ended();
     await old.writer.drain();
     old.writer.close();
-    await this.releaseGen(old);
+    await old.release();
     // A generation that a later clear replaced before it got a directory never had one.
     const trash = old.manifest ? this.c.trashDir() : undefined;
     if (trash) {
@@ -655,27 +416,15 @@ export class ModelLog {
       await this.c.io.fsyncDir(path.dirname(this.c.dir));
     }
     if (this.gen === fresh) {
-      fresh.manifest = createModelDirSync(this.c.io, this.c.dir, fresh.segments[0], this.columns, fresh.generation);
+      fresh.manifest = createModelDirSync(this.c.io, this.c.dir, fresh.segments[0], this.fieldBook.columns, fresh.name);
       fresh.writer.unblock();
     }
     if (trash) await this.c.io.remove(trash);
   }
-
-  private async releaseGen(g: Gen): Promise<void> {
-    // An export holding its own reference may still read through them (see SegmentFile.retire).
-    for (const s of g.segments) s.file.retire();
-    await g.manifest?.close();
-  }
-}
-
-/** create_at of the oldest record: retention removes whole segments, so it is the head segment's first. */
-function oldestTsOf(segments: readonly Segment[]): Pick<ModelLogStats, 'oldestTs'> {
-  const head = segments.find((s) => s.count > 0);
-  return head === undefined ? {} : { oldestTs: head.minTs };
 }
 
 /** Why and since when writes are refused: the writer's I/O failure first, else a disk below the reserve. */
-function readOnlyStats(w: Writer, reserve: DiskReserve | undefined): Pick<ModelLogStats, 'lastError' | 'readOnlySinceMs'> {
+function readOnlyStats(w: Pick<Generation['writer'], 'lastError' | 'readOnlySinceMs'>, reserve: DiskReserve | undefined): Pick<ModelLogStats, 'lastError' | 'readOnlySinceMs'> {
   const lastError = w.lastError ?? reserve?.reason;
   const since = w.readOnlySinceMs ?? reserve?.lowSince;
   return { ...(lastError !== undefined ? { lastError } : {}), ...(since !== undefined ? { readOnlySinceMs: since } : {}) };

@@ -4,8 +4,9 @@
  */
 import { Unpackr } from 'msgpackr';
 import { checkFrame, findNextFrame, mayFollowFrame, frameId, frameTs, frameType, FRAME_HEADER_BYTES } from './frame.js';
-import type { FileIo } from './file-io.js';
+import { type FileIo, readFully } from './file-io.js';
 import type { Segment } from './segment.js';
+import type { WriteBuffer } from './write-buffer.js';
 import type { PageQuery, RecordView } from './types.js';
 import { InvalidArgumentError } from '../errors.js';
 import { PAGE_SIZE_MAX, SPARSE_STRIDE, assert } from './constants.js';
@@ -18,6 +19,9 @@ export interface StoredRecord {
 }
 
 export type LostFn = (fromId: number, toId: number) => void;
+
+/** What reads take from memory: the bytes of a segment that are not (durably) in its file yet. */
+export type BufferedBytes = Pick<WriteBuffer, 'copyUnwritten' | 'copyUnsynced'>;
 
 const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true });
 
@@ -42,23 +46,45 @@ export interface Part {
 }
 
 /** Records with ids in [a, b], ascending, newest version of each; ids lost to corruption are skipped. */
-export function readRange(io: FileIo, segments: readonly Segment[], a: number, b: number, lost: LostFn): Promise<StoredRecord[]> {
-  return readPlanned(io, planParts(segments, a, b), lost);
+export function readRange(
+  io: FileIo,
+  buffered: BufferedBytes,
+  segments: readonly Segment[],
+  a: number,
+  b: number,
+  lost: LostFn,
+): Promise<StoredRecord[]> {
+  return readPlanned(io, buffered, planParts(segments, a, b), lost);
 }
 
 /**
  * Reads a plan made by planParts. Call it in the same synchronous step as the plan: the files are retained
  * here, before any await, and released by the same captured handles.
  */
-export async function readPlanned(io: FileIo, parts: readonly Part[], lost: LostFn): Promise<StoredRecord[]> {
+export async function readPlanned(io: FileIo, buffered: BufferedBytes, parts: readonly Part[], lost: LostFn): Promise<StoredRecord[]> {
   const files = parts.map((p) => p.seg.file.retain());
   try {
     const out: StoredRecord[] = [];
-    for (const p of parts) walkFrames(await p.seg.readBytes(io, p.start, p.end), p.lo, p.hi, out, lost);
+    for (const p of parts) walkFrames(await readBytes(io, buffered, p), p.lo, p.hi, out, lost);
     return out;
   } finally {
     for (const f of files) f.release();
   }
+}
+
+/**
+ * Bytes [start, end) of a part: what is still in memory is copied synchronously, the part below
+ * writtenBytes is read from the file afterwards. The caller holds a reference to the segment's file
+ * (taken when it planned the read), so the file is there to open when the segment is sealed and idle.
+ */
+async function readBytes(io: FileIo, buffered: BufferedBytes, p: Part): Promise<Buffer> {
+  const out = Buffer.allocUnsafe(p.end - p.start);
+  const fileEnd = buffered.copyUnwritten(p.seg, out, p.start, p.end);
+  if (fileEnd > p.start) {
+    await p.seg.file.use((fd) => readFully(io, fd, out, 0, fileEnd - p.start, p.start));
+    buffered.copyUnsynced(p.seg, out, p.start, fileEnd);
+  }
+  return out;
 }
 
 /**

@@ -1,12 +1,11 @@
 /**
  * One segment file `seg-<segNo>.log`: a 32-byte header, then frames. In memory: its id range, its offset
- * index (dense for the active segment, sparse for sealed ones) and the bytes not yet handed to the kernel,
- * so reads never wait for a flush.
+ * index (dense for the active segment, sparse for sealed ones) and its byte counters. The bytes not in the
+ * file yet are the write buffer's (write-buffer.ts).
  */
 import fs from 'node:fs';
 import { crc32c } from './crc32c.js';
-import { u32, f64 } from './frame.js';
-import { type FileIo, readFully, writeFully } from './file-io.js';
+import { FRAME_BYTES_MAX, u32, f64 } from './frame.js';
 import { SegmentFile } from './segment-file.js';
 import { assert, SPARSE_STRIDE } from './constants.js';
 
@@ -60,20 +59,13 @@ export function createSegmentFileSync(dir: string, h: SegmentHeader): number {
   return fd;
 }
 
-/** A run of bytes [base, base+len) of a segment that is not in the kernel yet. */
-export interface MemChunk {
-  base: number;
-  buf: Buffer;
-  len: number;
-  /** Log sequence number (global byte count) at the end of the chunk: drives durable(). */
-  endLsn: number;
-}
-
 export class Segment {
   lastId: number;
-  /** Logical size, including bytes still in memory. */
+  /** Logical size, including bytes still in the write buffer. */
   bytes = SEGMENT_HEADER_BYTES;
+  /** End of the bytes handed to the kernel (moved by the write buffer, set at open). */
   writtenBytes = SEGMENT_HEADER_BYTES;
+  /** End of the bytes an fdatasync covered (moved by the write buffer, set at open). */
   syncedBytes = SEGMENT_HEADER_BYTES;
   minTs = 0;
   maxTs = 0;
@@ -87,16 +79,6 @@ export class Segment {
   dense: Uint32Array | undefined = new Uint32Array(DENSE_INITIAL);
   /** Sealed segment: offset of a frame of id firstId+64k at or before all its later versions. */
   sparse: Uint32Array | undefined;
-  readonly mem: MemChunk[] = [];
-  /**
-   * Bytes handed to the kernel since the last good fdatasync, kept until one covers them. After a failed
-   * fdatasync the kernel may have marked their pages clean without writing them (fsyncgate): the file no
-   * longer holds them, so they are rewritten from here, and reads take them from here meanwhile.
-   */
-  private readonly unsynced: Array<{ base: number; buf: Buffer }> = [];
-  unsyncedBytes = 0;
-  /** An fdatasync of this file failed: `rewriteUnsynced` must run before the next one counts. */
-  rewriteNeeded = false;
 
   constructor(
     readonly segNo: number,
@@ -110,8 +92,13 @@ export class Segment {
     return this.lastId - this.firstId + 1;
   }
 
-  /** Records the newest frame of `id` (== lastId or lastId + 1). */
+  /**
+   * Records the newest frame of `id` at `off`. Ids never decrease within a segment and a SAVE's id is
+   * higher than the last one (the exact per-type rules are checked before the frame is made: generation.ts;
+   * a scan may pass ids lost to corruption: fillLost).
+   */
   setFrame(id: number, off: number, frameBytes: number, ts: number, crc: number): void {
+    assert(id >= this.firstId && id >= this.lastId && off >= this.bytes && frameBytes <= FRAME_BYTES_MAX, 'frames of a segment follow each other');
     this.setDense(id, off);
     if (this.count === 0) this.minTs = ts;
     this.maxTs = Math.max(this.maxTs, ts);
@@ -140,61 +127,6 @@ export class Segment {
     const s = this.sparse as Uint32Array;
     const endGroup = Math.floor((b - this.firstId) / SPARSE_STRIDE) + 1;
     return [s[Math.floor((a - this.firstId) / SPARSE_STRIDE)], endGroup < s.length ? s[endGroup] : this.bytes];
-  }
-
-  /**
-   * Bytes [start, end): the part still in memory is copied synchronously, the part below writtenBytes
-   * is read from the file afterwards. The caller holds a reference to `file` (taken when it planned the read),
-   * so the file is there to open when the segment is sealed and idle.
-   */
-  async readBytes(io: FileIo, start: number, end: number): Promise<Buffer> {
-    const out = Buffer.allocUnsafe(end - start);
-    const fileEnd = Math.min(end, this.writtenBytes);
-    for (const c of this.mem) {
-      const from = Math.max(start, fileEnd, c.base);
-      const to = Math.min(end, c.base + c.len);
-      if (from < to) c.buf.copy(out, from - start, from - c.base, to - c.base);
-    }
-    if (fileEnd > start) {
-      await this.file.use((fd) => readFully(io, fd, out, 0, fileEnd - start, start));
-      for (const u of this.unsynced) {
-        const from = Math.max(start, u.base);
-        const to = Math.min(fileEnd, u.base + u.buf.length);
-        if (from < to) u.buf.copy(out, from - start, from - u.base, to - u.base);
-      }
-    }
-    return out;
-  }
-
-  /** A written chunk: kept until an fdatasync covers it (a mostly empty chunk buffer is copied, not held). */
-  keepUnsynced(c: MemChunk): void {
-    const used = c.buf.subarray(0, c.len);
-    this.unsynced.push({ base: c.base, buf: c.len * 2 >= c.buf.length ? used : Buffer.from(used) });
-    this.unsyncedBytes += c.len;
-  }
-
-  /** An fdatasync that started when the file held `bytes` bytes succeeded. */
-  markSynced(bytes: number): void {
-    this.syncedBytes = bytes;
-    this.rewriteNeeded = false;
-    let n = 0;
-    while (n < this.unsynced.length && this.unsynced[n].base + this.unsynced[n].buf.length <= bytes) {
-      this.unsyncedBytes -= this.unsynced[n].buf.length;
-      n++;
-    }
-    this.unsynced.splice(0, n);
-  }
-
-  /** Writes the kept bytes again, so the next fdatasync makes them durable whatever the failed one dropped. */
-  async rewriteUnsynced(io: FileIo, fd: number): Promise<void> {
-    if (this.unsynced.length === 0) return;
-    assert(this.unsynced[0].base === this.syncedBytes, 'unsynced bytes start where the last fdatasync ended');
-    await writeFully(
-      io,
-      fd,
-      this.unsynced.map((u) => u.buf),
-      this.syncedBytes,
-    );
   }
 
   /** Fills dense entries for ids lost to corruption with the next frame's offset. */

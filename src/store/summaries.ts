@@ -14,7 +14,7 @@
  * model's summaries are first used.
  */
 import fs from 'node:fs';
-import { HeldSegments, decodeValues, fitRange, readRange, type LostFn } from './reader.js';
+import { HeldSegments, decodeValues, fitRange, readRange, type BufferedBytes, type LostFn } from './reader.js';
 import type { Segment } from './segment.js';
 import type { FileIo } from './file-io.js';
 import { decodeSummary, encodeSummary, parseSummaryName, summaryName } from './summary-file.js';
@@ -37,6 +37,8 @@ export class SummaryBook {
 
   constructor(
     private readonly io: FileIo,
+    /** The generation's write buffer: reads copy the bytes not yet in the files from it. */
+    private readonly buffered: BufferedBytes,
     private readonly dir: string,
     private readonly fieldCount: number,
     private readonly lost: LostFn,
@@ -64,7 +66,7 @@ export class SummaryBook {
     const target = Math.min(end, newestId - 1);
     for (let lo = s.coveredTo + 1; lo <= target; ) {
       const hi = fitRange(segments, lo, target, PAGE_BYTES_MAX);
-      for (const r of await readRange(this.io, segments, lo, hi, this.lost)) s.fold(r.id, r.ts, decodeValues(r.payload));
+      for (const r of await readRange(this.io, this.buffered, segments, lo, hi, this.lost)) s.fold(r.id, r.ts, decodeValues(r.payload));
       s.coveredTo = hi;
       lo = hi + 1;
     }

@@ -10,7 +10,7 @@
  * the step, not the ones a wrong clock stamped in the future before it; a window that spans the step is
  * resolved as if the log were sorted (see docs/api.md "Time ranges").
  */
-import { readRange, type LostFn } from './reader.js';
+import { readRange, type BufferedBytes, type LostFn } from './reader.js';
 import { newestRecordId, type Segment } from './segment.js';
 import type { FileIo } from './file-io.js';
 
@@ -28,17 +28,17 @@ export interface IdRange {
 }
 
 /** The ids of the records whose create_at lies in [fromMs, toMs); the whole log when neither is given. */
-export async function idRangeOf(io: FileIo, segments: readonly Segment[], range: TimeRange, lost: LostFn): Promise<IdRange> {
+export async function idRangeOf(io: FileIo, buffered: BufferedBytes, segments: readonly Segment[], range: TimeRange, lost: LostFn): Promise<IdRange> {
   const firstId = segments[0].firstId;
   const lastId = newestRecordId(segments);
   if (lastId < firstId) return { firstId, lastId: firstId - 1 };
-  const a = range.fromMs === undefined ? firstId : await firstIdAtOrAfter(io, segments, range.fromMs, lost);
-  const b = range.toMs === undefined ? lastId + 1 : await firstIdAtOrAfter(io, segments, range.toMs, lost);
+  const a = range.fromMs === undefined ? firstId : await firstIdAtOrAfter(io, buffered, segments, range.fromMs, lost);
+  const b = range.toMs === undefined ? lastId + 1 : await firstIdAtOrAfter(io, buffered, segments, range.toMs, lost);
   return b > a ? { firstId: a, lastId: b - 1 } : { firstId: a, lastId: a - 1 };
 }
 
 /** The first id whose create_at >= tMs (newest record + 1 when none). The caller holds the segments' files. */
-export async function firstIdAtOrAfter(io: FileIo, segments: readonly Segment[], tMs: number, lost: LostFn): Promise<number> {
+export async function firstIdAtOrAfter(io: FileIo, buffered: BufferedBytes, segments: readonly Segment[], tMs: number, lost: LostFn): Promise<number> {
   const newest = newestRecordId(segments);
   let i = segments.length - 1;
   while (i >= 0 && (segments[i].count <= 0 || segments[i].minTs >= tMs)) i--;
@@ -49,7 +49,7 @@ export async function firstIdAtOrAfter(io: FileIo, segments: readonly Segment[],
   let hi = end;
   while (lo <= hi) {
     const mid = lo + Math.floor((hi - lo) / 2);
-    const p = await probe(io, segments, mid, hi, lost);
+    const p = await probe(io, buffered, segments, mid, hi, lost);
     if (p === undefined || p.ts >= tMs) hi = mid - 1;
     else lo = p.id + 1;
   }
@@ -57,10 +57,10 @@ export async function firstIdAtOrAfter(io: FileIo, segments: readonly Segment[],
 }
 
 /** The id and create_at of the first readable record in [id, hi]; ids lost to corruption are stepped over. */
-async function probe(io: FileIo, segments: readonly Segment[], id: number, hi: number, lost: LostFn): Promise<{ id: number; ts: number } | undefined> {
+async function probe(io: FileIo, buffered: BufferedBytes, segments: readonly Segment[], id: number, hi: number, lost: LostFn): Promise<{ id: number; ts: number } | undefined> {
   for (let width = 1; ; width *= 16) {
     const b = Math.min(hi, id + width - 1);
-    const recs = await readRange(io, segments, id, b, lost);
+    const recs = await readRange(io, buffered, segments, id, b, lost);
     if (recs.length > 0) return { id: recs[0].id, ts: recs[0].ts };
     if (b === hi) return undefined;
     id = b + 1;

@@ -1,16 +1,29 @@
 /**
- * The write path of one model generation: frames are appended to an in-memory chunk, chunks are handed to
- * the kernel by one async write at a time, and fdatasync follows the durability mode. Ordering is by a
- * single job queue; a failed job stays at its head while the model is read-only and is retried on a timer.
- * Progress is counted in log sequence numbers (lsn: bytes appended since the generation started), which is
- * what durable() waits on.
+ * The write path of one model generation: the write buffer's chunks are handed to the kernel by one async
+ * write at a time, and fdatasync follows the durability mode. Ordering is by a single job queue (writes of
+ * chunks, seals of segments); a failed job stays at its head while the model is read-only and is retried
+ * (write-failure.ts). Progress is counted in log sequence numbers (write-progress.ts), which is what
+ * durable() waits on.
+ *
+ * State, checked by checkInvariants() whenever the writer settles:
+ * - write lane: idle | writing (one writev of queued chunks) | sealing (a seal runs alone);
+ * - sync lane: idle | syncing (one fdatasync; may overlap a write, never a seal);
+ * - health (WriteFailure): ok | failed | cutting-back | stalled;
+ * - lifecycle: waiting-for-dir (a cleared model's new directory is not made yet) | open | closed.
+ * Besides, requests: forceSync (drain), syncRequested (checkpoint, interval timer, unsynced cap) and
+ * flushWanted (a flush came while a write was in flight); pumpDeferred: a pump is scheduled (afterSync).
+ * When the mode wants a flush or an fdatasync is flush-timers.ts's.
  */
-import { type FileIo, describeIoError, writeFully } from './file-io.js';
-import { type MemChunk, type Segment, encodeSegmentHeader, segmentName } from './segment.js';
-import { writeIndex } from './index-file.js';
-import { FLUSH_DELAY_MS, UNSYNCED_BYTES_MAX, WRITE_CHUNK_BYTES, assert } from './constants.js';
+import type { FileIo } from './file-io.js';
+import type { Segment } from './segment.js';
+import { type MemChunk, WriteBuffer } from './write-buffer.js';
+import { WriteSteps } from './write-steps.js';
+import { WriteProgress } from './write-progress.js';
+import { type FailedStep, WriteFailure } from './write-failure.js';
+import { FlushTimers } from './flush-timers.js';
+import { UNSYNCED_BYTES_MAX, WRITE_CHUNK_BYTES, assert } from './constants.js';
 import type { Durability, ModelLogState } from './types.js';
-import { StoreReadOnlyError } from '../errors.js';
+import type { StoreReadOnlyError } from '../errors.js';
 import type { LatencyHistogram } from './latency.js';
 import type { SealedFdCache } from './sealed-fds.js';
 
@@ -23,25 +36,11 @@ const WRITEV_CHUNKS_MAX = 512;
  */
 const SYNC_POSTPONE_WRITES_MAX = 8;
 
-type Job = { kind: 'write'; seg: Segment; chunk: MemChunk } | { kind: 'seal'; seg: Segment; next: Segment };
-
-class Waiter {
-  readonly promise: Promise<void>;
-  resolve!: () => void;
-  reject!: (e: Error) => void;
-
-  constructor(
-    /** Raised while later callers share this waiter (their bytes are in the same uncut chunk). */
-    public lsn: number,
-    /** Rejected with the read-only error as soon as the model turns read-only, instead of waiting for space. */
-    readonly rejectWhenReadOnly: boolean,
-  ) {
-    this.promise = new Promise<void>((resolve, reject) => {
-      this.resolve = resolve;
-      this.reject = reject;
-    });
-  }
-}
+type WriteJob = { kind: 'write'; chunk: MemChunk };
+type Job = WriteJob | { kind: 'seal'; seg: Segment; next: Segment };
+type WriteLane = 'idle' | 'writing' | 'sealing';
+type SyncLane = 'idle' | 'syncing';
+type Lifecycle = 'waiting-for-dir' | 'open' | 'closed';
 
 export interface WriterOptions {
   modelId: string;
@@ -62,114 +61,92 @@ export interface WriterOptions {
 }
 
 export class Writer {
-  /** The chunk frames are appended to; always the last entry of its segment's `mem`. */
-  cur: MemChunk | undefined;
-  private curSeg: Segment | undefined;
-  appendedLsn = 0;
-  writtenLsn = 0;
-  syncedLsn = 0;
-  durableLsn = 0;
-  state: ModelLogState = 'ok';
-  /** When the model last turned read-only (wall clock, ms); undefined while writable. */
-  readOnlySinceMs: number | undefined;
-  reason: string | undefined;
-  lastError: string | undefined;
+  /** The generation's unwritten and unsynced bytes; frames are appended to it, reads copy from it. */
+  readonly buffer: WriteBuffer;
+  private writeLane: WriteLane = 'idle';
+  private syncLane: SyncLane = 'idle';
+  private lifecycle: Lifecycle;
+  private readonly failure: WriteFailure;
+  private readonly steps: WriteSteps;
+  private readonly progress: WriteProgress;
+  private readonly timers: FlushTimers;
   private readonly jobs: Job[] = [];
-  private readonly waiters: Waiter[] = [];
   private idleWaiters: Array<() => void> = [];
   /** requestSync() callers: released by the next fdatasync that starts after the request, or at idle. */
   private syncWaiters: Array<() => void> = [];
-  /** appendedLsn when `cur` was last cut into a write job: waiters above it share `cur`'s fate. */
-  private cutLsn = 0;
   /** Writes that went ahead of a due fdatasync since the last one started. */
   private postponed = 0;
-  /** A writev (of one or more queued chunks) is in flight. */
-  private writing = false;
-  /** An fdatasync (preceded by a rewrite after a failed one) is in flight. */
-  private syncing = false;
-  /** A seal job is running; it excludes writes and syncs. */
-  private sealing = false;
-  /** A step failed: nothing new starts until the retry (timer, drain, requestSync, unblock). */
-  private stalled = false;
-  /** The cut-back after a failure is running. */
-  private failing = false;
-  /** A pump is scheduled with setImmediate (see afterSync). */
-  private deferred = false;
-  /** A failure whose cut-back and retry timer wait for the steps still in flight. */
-  private failurePending = false;
-  /** The failed write whose partial bytes must be cut back once nothing is in flight. */
-  private failedWrite: { seg: Segment } | undefined;
-  private blocked: boolean;
-  private closed = false;
   private forceSync = false;
   private syncRequested = false;
-  private flushScheduled = false;
-  /** A flush came while a write was in flight: the write lane cuts `cur` when it frees up. */
+  /** A flush came while a write was in flight: the write lane cuts the buffer's chunk when it frees up. */
   private flushWanted = false;
-  private syncTimer: NodeJS.Timeout | undefined;
-  private retryTimer: NodeJS.Timeout | undefined;
-  private readonly flushNow = (): void => {
-    this.flushScheduled = false;
-    if (this.writing) {
-      // Keep appending to `cur`; one chunk per write instead of one per flush.
+  /** A pump is scheduled with setImmediate (see afterSync). */
+  private pumpDeferred = false;
+  /** The mode wants a flush (flush-timers.ts). */
+  private readonly flush = (): void => {
+    if (this.writeLane === 'writing') {
+      // Keep appending to the current chunk; one chunk per write instead of one per flush.
       this.flushWanted = true;
       return;
     }
-    this.cutChunk(false);
+    this.cutChunk();
     this.pump();
   };
   private readonly deferredPump = (): void => {
-    this.deferred = false;
+    this.pumpDeferred = false;
     this.pump();
   };
   private readonly retry = (): void => this.kick();
 
   constructor(
     private readonly o: WriterOptions,
-    /** The segment whose file receives writes; changes when a seal job completes. */
-    private fileSeg: Segment,
-    blocked: boolean,
+    /** The segment whose file receives writes (until a seal makes the next one's). */
+    active: Segment,
+    waitingForDir: boolean,
   ) {
-    this.blocked = blocked;
+    this.lifecycle = waitingForDir ? 'waiting-for-dir' : 'open';
+    this.failure = new WriteFailure({ modelId: o.modelId, io: o.io, retryMs: o.retryMs, warn: o.warn });
+    this.timers = new FlushTimers(o.durability, o.syncIntervalMs, this.flush, () => {
+      this.syncRequested = true;
+      this.pump();
+    });
+    this.buffer = new WriteBuffer({
+      appended: this.timers.appended,
+      // A full chunk: bulk appends start its write at once.
+      filled: (chunk) => {
+        this.jobs.push({ kind: 'write', chunk });
+        if (chunk.len >= WRITE_CHUNK_BYTES / 2 || this.jobs.length > 1) this.pump();
+      },
+    });
+    this.progress = new WriteProgress(this.buffer, o.durability);
+    this.steps = new WriteSteps({ ...o, buffer: this.buffer, progress: this.progress, durableTo: (lsn) => this.advanceDurable(lsn) }, active);
   }
 
-  /** Makes room for a frame of `bytes` in `cur` (on segment `seg`). */
-  ensureRoom(seg: Segment, bytes: number): MemChunk {
-    const c = this.cur;
-    if (c && c.len + bytes <= c.buf.length) return c;
-    this.cutChunk(true);
-    const chunk: MemChunk = {
-      base: seg.bytes,
-      buf: Buffer.allocUnsafe(Math.max(WRITE_CHUNK_BYTES, bytes)),
-      len: 0,
-      endLsn: this.appendedLsn,
-    };
-    seg.mem.push(chunk);
-    this.cur = chunk;
-    this.curSeg = seg;
-    return chunk;
+  get state(): ModelLogState {
+    return this.failure.state;
   }
 
-  /** The frame just written at cur.len is accepted. */
-  commit(bytes: number): void {
-    const c = this.cur as MemChunk;
-    c.len += bytes;
-    this.appendedLsn += bytes;
-    c.endLsn = this.appendedLsn;
-    if (!this.flushScheduled) this.scheduleFlush();
+  /** When the model last turned read-only (wall clock, ms); undefined while writable. */
+  get readOnlySinceMs(): number | undefined {
+    return this.failure.readOnlySinceMs;
+  }
+
+  get lastError(): string | undefined {
+    return this.failure.lastError;
   }
 
   /** Bytes accepted but not yet handed to the kernel. */
   get queuedBytes(): number {
-    return this.appendedLsn - this.writtenLsn;
+    return this.progress.appendedLsn - this.progress.writtenLsn;
   }
 
   get pendingSyncBytes(): number {
-    return this.appendedLsn - this.syncedLsn;
+    return this.progress.appendedLsn - this.progress.syncedLsn;
   }
 
+  /** `seg` was sealed in memory and `next` is active: `seg` is synced and indexed before `next`'s file is made. */
   roll(seg: Segment, next: Segment): void {
-    this.cutChunk(false);
+    this.cutChunk();
     this.jobs.push({ kind: 'seal', seg, next });
     this.pump();
   }
@@ -181,39 +158,31 @@ export class Writer {
    * answer someone now).
    */
   durable(rejectWhenReadOnly = false): Promise<void> {
-    const lsn = this.appendedLsn;
-    if (lsn <= this.durableLsn) return Promise.resolve();
+    if (this.progress.appendedLsn <= this.progress.durableLsn) return Promise.resolve();
     if (this.closed) return Promise.reject(new Error(`model ${this.o.modelId} is closed`));
-    if (rejectWhenReadOnly && this.state === 'read-only') return Promise.reject(this.readOnlyError());
-    // The newest waiter's bytes are still in `cur` (not cut yet), like ours: they go out in the same
-    // write and are covered by the same fdatasync, so one promise serves both.
-    const last = this.waiters[this.waiters.length - 1];
-    if (last !== undefined && last.lsn > this.cutLsn && last.rejectWhenReadOnly === rejectWhenReadOnly) {
-      last.lsn = lsn;
-      return last.promise;
-    }
-    const w = new Waiter(lsn, rejectWhenReadOnly);
-    this.waiters.push(w);
-    return w.promise;
+    if (rejectWhenReadOnly && this.failure.state === 'read-only') return Promise.reject(this.readOnlyError());
+    return this.progress.wait(rejectWhenReadOnly, this.buffer.cutLsn);
   }
 
   readOnlyError(): StoreReadOnlyError {
-    return new StoreReadOnlyError(this.o.modelId, this.reason ?? 'unknown');
+    return this.failure.readOnlyError();
   }
 
+  /** The generation's directory exists now (clear). */
   unblock(): void {
-    this.blocked = false;
+    assert(this.lifecycle !== 'open', 'a writer waits for its directory once');
+    if (this.lifecycle === 'waiting-for-dir') this.lifecycle = 'open';
     this.kick();
   }
 
   /** Writes and fdatasyncs everything; false when the model is read-only and could not finish. */
   async drain(): Promise<boolean> {
-    this.cutChunk(false);
+    this.cutChunk();
     this.forceSync = true;
     this.kick();
     await this.whenIdle();
     this.forceSync = false;
-    return this.jobs.length === 0 && this.syncedLsn === this.appendedLsn;
+    return this.jobs.length === 0 && this.progress.syncedLsn === this.progress.appendedLsn;
   }
 
   /**
@@ -235,39 +204,26 @@ export class Writer {
 
   /** Stops timers; rejects durable() promises that can no longer be met. */
   close(): void {
-    this.closed = true;
-    clearTimeout(this.syncTimer);
-    clearTimeout(this.retryTimer);
-    const err = this.state === 'read-only' ? this.readOnlyError() : new Error(`model ${this.o.modelId} is closed`);
-    for (const w of this.waiters.splice(0)) w.reject(err);
+    this.lifecycle = 'closed';
+    this.timers.close();
+    this.failure.close();
+    const err = this.failure.state === 'read-only' ? this.readOnlyError() : new Error(`model ${this.o.modelId} is closed`);
+    this.progress.rejectAll(err);
     this.settle();
   }
 
-  private scheduleFlush(): void {
-    this.flushScheduled = true;
-    // `always`: at the end of the current macrotask (after the microtasks it queued), so concurrent
-    // writers resolved by one fdatasync all land in the same write.
-    if (this.o.durability === 'always') queueMicrotask(this.flushNow);
-    else setTimeout(this.flushNow, FLUSH_DELAY_MS);
+  private cutChunk(): void {
+    const chunk = this.buffer.cut();
+    if (chunk !== undefined) this.jobs.push({ kind: 'write', chunk });
   }
 
-  /** Hands `cur` to the job queue; `pump` starts the write at once when the chunk is big (bulk appends). */
-  private cutChunk(pump: boolean): void {
-    const c = this.cur;
-    const seg = this.curSeg;
-    if (!c || !seg) return;
-    this.cur = this.curSeg = undefined;
-    this.cutLsn = this.appendedLsn;
-    if (c.len === 0) {
-      seg.mem.splice(seg.mem.indexOf(c), 1);
-      return;
-    }
-    this.jobs.push({ kind: 'write', seg, chunk: c });
-    if (pump && (c.len >= WRITE_CHUNK_BYTES / 2 || this.jobs.length > 1)) this.pump();
+  /** A getter, so that checks after an await see the state of now. */
+  private get closed(): boolean {
+    return this.lifecycle === 'closed';
   }
 
   private get busy(): boolean {
-    return this.writing || this.syncing || this.sealing || this.failing || this.deferred;
+    return this.writeLane !== 'idle' || this.syncLane !== 'idle' || this.failure.health === 'cutting-back' || this.pumpDeferred;
   }
 
   private whenIdle(): Promise<void> {
@@ -277,7 +233,7 @@ export class Writer {
 
   /** An explicit retry point (timer, drain, requestSync, unblock): a stalled writer tries again. */
   private kick(): void {
-    if (this.stalled && !this.busy) this.stalled = false;
+    if (!this.busy) this.failure.resume();
     this.pump();
   }
 
@@ -290,35 +246,35 @@ export class Writer {
    * of it already; then the next write goes first.
    */
   private pump(afterWrite = false): void {
-    if (this.stalled || this.blocked || this.closed) return this.settle();
+    if (this.failure.stalled || this.lifecycle !== 'open') return this.settle();
     if (afterWrite) {
       if (this.jobs[0]?.kind === 'write' && this.postponed < SYNC_POSTPONE_WRITES_MAX) this.postponed++;
       else this.maybeSync();
     }
     const job = this.jobs[0];
-    if (job !== undefined && !this.writing && !this.sealing) {
+    if (job !== undefined && this.writeLane === 'idle') {
       if (job.kind === 'write') this.startWrite(job);
-      else if (!this.syncing) this.startSeal(job);
+      else if (this.syncLane === 'idle') this.startSeal(job);
     }
     this.maybeSync();
     this.settle();
   }
 
   private maybeSync(): void {
-    if (this.syncing || this.writing || this.sealing || !this.syncDue()) return;
-    this.syncing = true;
+    if (this.syncLane !== 'idle' || this.writeLane !== 'idle' || !this.syncDue()) return;
+    this.syncLane = 'syncing';
     this.postponed = 0;
     const requested = this.syncRequested;
     this.syncRequested = false;
     const released = this.syncWaiters.length > 0 ? this.syncWaiters.splice(0) : undefined;
-    this.sync().then(
+    this.steps.syncFile().then(
       (resolved) => {
-        this.syncing = false;
+        this.syncLane = 'idle';
         if (released) for (const r of released) r();
         this.afterSync(resolved);
       },
       (err: unknown) => {
-        this.syncing = false;
+        this.syncLane = 'idle';
         this.syncRequested ||= requested;
         if (released) for (const r of released) r();
         this.onFail(err, 'fdatasync', undefined);
@@ -327,7 +283,7 @@ export class Writer {
   }
 
   private syncDue(): boolean {
-    if (this.writtenLsn === this.syncedLsn && !this.fileSeg.rewriteNeeded) return false;
+    if (this.progress.writtenLsn === this.progress.syncedLsn && !this.steps.rewriteNeeded) return false;
     return this.forceSync || this.syncRequested || this.o.durability === 'always';
   }
 
@@ -340,16 +296,16 @@ export class Writer {
   private afterSync(resolved: number): void {
     if (
       resolved > 0 &&
-      !this.stalled &&
+      !this.failure.stalled &&
       this.o.durability === 'always' &&
       !this.forceSync &&
       !this.syncRequested &&
-      !this.writing &&
+      this.writeLane !== 'writing' &&
       this.jobs.length === 0 &&
-      this.writtenLsn > this.syncedLsn &&
+      this.progress.writtenLsn > this.progress.syncedLsn &&
       !this.closed
     ) {
-      this.deferred = true;
+      this.pumpDeferred = true;
       setImmediate(this.deferredPump);
       return;
     }
@@ -357,203 +313,90 @@ export class Writer {
   }
 
   /** Consecutive writes to one segment go out as a single writev. */
-  private startWrite(job: Job & { kind: 'write' }): void {
+  private startWrite(job: WriteJob): void {
+    const seg = job.chunk.seg;
     let n = 1;
-    while (n < WRITEV_CHUNKS_MAX && this.jobs[n]?.kind === 'write' && this.jobs[n].seg === job.seg) n++;
+    while (n < WRITEV_CHUNKS_MAX && this.jobs[n]?.kind === 'write' && (this.jobs[n] as WriteJob).chunk.seg === seg) n++;
     const chunks = new Array<MemChunk>(n);
-    for (let i = 0; i < n; i++) chunks[i] = (this.jobs[i] as { chunk: MemChunk }).chunk;
-    this.writing = true;
-    this.write(job.seg, chunks).then(
+    for (let i = 0; i < n; i++) chunks[i] = (this.jobs[i] as WriteJob).chunk;
+    this.writeLane = 'writing';
+    this.write(chunks).then(
       () => {
         this.jobs.splice(0, n);
-        this.writing = false;
-        if (!this.stalled) this.recovered();
+        this.writeLane = 'idle';
+        this.failure.stepSucceeded();
         if (this.flushWanted) {
           this.flushWanted = false;
-          this.cutChunk(false);
+          this.cutChunk();
         }
         this.pump(true);
       },
       (err: unknown) => {
-        this.writing = false;
-        this.onFail(err, 'write', job);
+        this.writeLane = 'idle';
+        this.onFail(err, 'write', seg);
       },
     );
   }
 
-  private async write(seg: Segment, chunks: MemChunk[]): Promise<void> {
-    assert(chunks[0].base === seg.writtenBytes && seg.mem[0] === chunks[0], 'chunks are written in order');
-    assert(seg.file.attached, 'segment file exists before its first write');
-    const bufs = new Array<Buffer>(chunks.length);
-    for (let i = 0; i < chunks.length; i++) bufs[i] = chunks[i].buf.subarray(0, chunks[i].len);
-    await seg.file.use((fd) => writeFully(this.o.io, fd, bufs, chunks[0].base));
-    const last = chunks[chunks.length - 1];
-    seg.writtenBytes = last.base + last.len;
-    seg.mem.splice(0, chunks.length);
-    for (const c of chunks) seg.keepUnsynced(c);
+  private async write(chunks: MemChunk[]): Promise<void> {
+    await this.steps.write(chunks);
     // The kept bytes are bounded: beyond the cap an fdatasync is due whatever the mode.
-    if (seg.unsyncedBytes > UNSYNCED_BYTES_MAX) this.syncRequested = true;
-    this.writtenLsn = last.endLsn;
-    if (this.o.durability === 'none') this.advanceDurable(this.writtenLsn);
-    if (this.o.durability === 'interval' && !this.syncTimer) this.armSyncTimer();
-  }
-
-  private armSyncTimer(): void {
-    this.syncTimer = setTimeout(() => {
-      this.syncTimer = undefined;
-      this.syncRequested = true;
-      this.pump();
-    }, this.o.syncIntervalMs);
-  }
-
-  /** Returns how many waiters it resolved. */
-  private async sync(): Promise<number> {
-    const seg = this.fileSeg;
-    // Only bytes whose write completed before the fdatasync starts count as covered by it.
-    const lsn = this.writtenLsn;
-    const bytes = seg.writtenBytes;
-    await this.syncSegment(seg);
-    seg.markSynced(bytes);
-    this.syncedLsn = lsn;
-    return this.advanceDurable(lsn);
-  }
-
-  /** fdatasync of a segment file; after a failed one, the bytes it may have dropped are written again first. */
-  private syncSegment(seg: Segment): Promise<void> {
-    return seg.file.use(async (fd) => {
-      if (seg.rewriteNeeded) await seg.rewriteUnsynced(this.o.io, fd);
-      try {
-        await this.fdatasync(fd);
-      } catch (e) {
-        seg.rewriteNeeded = true;
-        throw e;
-      }
-    });
-  }
-
-  private fdatasync(fd: number): Promise<void> {
-    const latency = this.o.fsyncLatency;
-    return latency === undefined ? this.o.io.fdatasync(fd) : latency.time(() => this.o.io.fdatasync(fd));
+    if (this.buffer.unsyncedBytes(chunks[0].seg) > UNSYNCED_BYTES_MAX) this.syncRequested = true;
+    if (this.o.durability === 'none') this.advanceDurable(this.progress.writtenLsn);
+    this.timers.written();
   }
 
   private startSeal(job: Job & { kind: 'seal' }): void {
-    this.sealing = true;
-    this.seal(job.seg, job.next).then(
+    this.writeLane = 'sealing';
+    this.steps.seal(job.seg, job.next, () => this.closed).then(
       () => {
         this.jobs.shift();
-        this.sealing = false;
-        if (!this.stalled) this.recovered();
+        this.writeLane = 'idle';
+        this.failure.stepSucceeded();
         this.pump();
       },
       (err: unknown) => {
-        this.sealing = false;
-        this.onFail(err, 'segment seal', job);
+        this.writeLane = 'idle';
+        this.onFail(err, 'segment seal', undefined);
       },
     );
-  }
-
-  /** Seal: the old segment is synced and indexed before the new one exists; then the manifest moves on. */
-  private async seal(seg: Segment, next: Segment): Promise<void> {
-    await this.syncSegment(seg);
-    seg.markSynced(seg.writtenBytes);
-    this.syncedLsn = this.writtenLsn;
-    this.advanceDurable(this.syncedLsn);
-    if (this.closed) return;
-    await writeIndex(this.o.io, this.o.dir, seg);
-    if (this.closed) return;
-    // A retried seal (the first attempt failed after creating the file) keeps the file it has.
-    if (!next.file.attached) next.file.attach(await this.createSegmentFile(next));
-    if (this.closed) return;
-    this.fileSeg = next;
-    // A retried seal (its checkpoint failed) finds the segment sealed already.
-    if (!seg.sealedOnDisk) seg.file.seal(`${this.o.dir}/${segmentName(seg.segNo)}`, this.o.sealedFds);
-    seg.sealedOnDisk = true;
-    await this.o.checkpoint();
-    this.o.onSealed();
-  }
-
-  private createSegmentFile(seg: Segment): Promise<number> {
-    const header = encodeSegmentHeader({ segNo: seg.segNo, firstId: seg.firstId, createdMs: seg.createdMs });
-    return this.o.io.createFile(`${this.o.dir}/${segmentName(seg.segNo)}`, header);
   }
 
   /** Resolves, in one pass, the waiters covered by `lsn`; returns how many. */
   private advanceDurable(lsn: number): number {
     // Progress means the failed step went through; waiters must see the model writable again.
-    if (!this.stalled) this.recovered();
-    if (lsn > this.durableLsn) this.durableLsn = lsn;
-    const waiters = this.waiters;
-    let n = 0;
-    while (n < waiters.length && waiters[n].lsn <= this.durableLsn) waiters[n++].resolve();
-    if (n > 0) waiters.splice(0, n);
-    return n;
-  }
-
-  private recovered(): void {
-    if (this.state === 'ok') return;
-    this.state = 'ok';
-    this.readOnlySinceMs = undefined;
-    this.reason = undefined;
-    clearTimeout(this.retryTimer);
-  }
-
-  private rejectReadOnlyWaiters(): void {
-    const error = this.readOnlyError();
-    let kept = 0;
-    for (const w of this.waiters) {
-      if (w.rejectWhenReadOnly) w.reject(error);
-      else this.waiters[kept++] = w;
-    }
-    this.waiters.length = kept;
+    this.failure.stepSucceeded();
+    return this.progress.durableTo(lsn);
   }
 
   /** A step failed: read-only at once; the cut-back and the retry timer follow once nothing is in flight. */
-  private onFail(err: unknown, op: 'write' | 'segment seal' | 'fdatasync', job: Job | undefined): void {
-    this.readOnlySinceMs ??= Date.now();
-    this.state = 'read-only';
-    this.reason = describeIoError(err, op);
-    this.lastError = this.reason;
-    this.stalled = true;
-    this.rejectReadOnlyWaiters();
-    if (job?.kind === 'write') this.failedWrite = { seg: job.seg };
-    this.failurePending = true;
+  private onFail(err: unknown, op: FailedStep, failedWriteSeg: Segment | undefined): void {
+    this.failure.failed(err, op, failedWriteSeg);
+    this.progress.rejectReadOnly(this.readOnlyError());
     this.settle();
   }
 
   /** Nothing in flight: finish a failure (cut-back, retry timer), then release the idle waiters. */
   private settle(): void {
+    this.checkInvariants();
     if (this.busy) return;
-    if (!this.failurePending) return this.settleIdle();
-    this.failurePending = false;
-    this.failing = true;
-    void this.cutBack().finally(() => {
-      this.failing = false;
-      if (!this.closed) {
-        clearTimeout(this.retryTimer);
-        this.retryTimer = setTimeout(this.retry, this.o.retryMs);
-        this.retryTimer.unref();
-      }
+    if (this.failure.health !== 'failed') return this.settleIdle();
+    void this.failure.cutBack().finally(() => {
+      this.failure.cutBackEnded(this.closed ? undefined : this.retry);
       this.settleIdle();
     });
-  }
-
-  /**
-   * A short or failed write may have left part of a chunk: cut back to the last whole frame (the retried
-   * write overwrites it anyway, so a failed cut-back is only logged).
-   */
-  private async cutBack(): Promise<void> {
-    const failed = this.failedWrite;
-    this.failedWrite = undefined;
-    if (failed?.seg.file.attached) {
-      const seg = failed.seg;
-      await seg.file.use((fd) => this.o.io.ftruncate(fd, seg.writtenBytes)).catch((e: unknown) => {
-        this.o.warn(`model ${this.o.modelId}: cutting back a failed write failed: ${describeIoError(e, 'ftruncate')}`);
-      });
-    }
   }
 
   private settleIdle(): void {
     if (this.idleWaiters.length > 0) for (const r of this.idleWaiters.splice(0)) r();
     if (this.syncWaiters.length > 0) for (const r of this.syncWaiters.splice(0)) r();
+  }
+
+  private checkInvariants(): void {
+    this.progress.checkOrder();
+    assert(this.writeLane !== 'sealing' || this.syncLane === 'idle', 'a seal runs alone');
+    const health = this.failure.health;
+    assert(health !== 'cutting-back' || (this.writeLane === 'idle' && this.syncLane === 'idle'), 'a cut-back runs alone');
+    assert(health === 'ok' || this.failure.state === 'read-only', 'a failure leaves the model read-only until a step succeeds');
   }
 }

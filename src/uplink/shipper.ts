@@ -115,7 +115,7 @@ export class Shipper {
     this.sleeper.stop();
     this.stopSupersede();
     const deadline = Date.now() + graceMs;
-    while (this.window.inflight > 0 && Date.now() < deadline) await this.sleeper.sleep(deadline - Date.now());
+    while (this.window.inflight > 0 && Date.now() < deadline) await this.sleeper.wait(deadline - Date.now());
     this.window.dropAll();
   }
 

@@ -20,9 +20,14 @@ export class Sleeper {
     this.wake();
   }
 
-  /** Resolves after `ms`, or earlier on wake() or stop(). */
+  /** Resolves after `ms`, or earlier on wake() or stop(); at once when stopped. */
   sleep(ms: number): Promise<void> {
     if (this.stoppedNow && ms > 0) return Promise.resolve();
+    return this.wait(ms);
+  }
+
+  /** Resolves after `ms` or at the next wake(), also once stopped: the grace stop() gives acks in flight. */
+  wait(ms: number): Promise<void> {
     return new Promise((resolve) => {
       const done = (): void => {
         clearTimeout(timer);

@@ -153,6 +153,19 @@ describe('ModelLog writes and reads', () => {
     await store.close();
   });
 
+  it('a retention change while a pass runs applies the new limits: the pass under way does not stand for it', async () => {
+    const store = await openStore(tmpDir(), { segmentBytesMax: 1000 });
+    const log = await openModel(store);
+    for (let i = 1; i <= 1000; i++) log.save(rec(i));
+    await log.durable();
+    const underWay = log.enforceRetention();
+    log.setRetention({ maxRecords: 300, maxBytes: 0, maxAgeMs: 0 });
+    await log.enforceRetention();
+    await underWay;
+    expect(log.stats().total).toBeLessThanOrEqual(300);
+    await store.close();
+  });
+
   it('retention removes whole head segments; pages are relative to the first live id', async () => {
     const dir = tmpDir();
     const store = await openStore(dir, { segmentBytesMax: 1000 });

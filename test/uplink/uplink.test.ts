@@ -235,4 +235,30 @@ describe.skipIf(SKIP_REASON !== undefined)('uplink to a 3-node JetStream cluster
     expect(g.uplink.status().models[0].resends).toBeGreaterThan(0);
     await g.close();
   }, 60_000);
+
+  it('closing while the hub is down waits its grace for acks in flight without blocking the event loop', async () => {
+    const g = await gateway('grace');
+    const a = await g.model('grace-a');
+    await write(a.log, 0, 500, 10_000);
+    await caughtUp(g.uplink, a.uuid);
+    for (const n of cluster.names()) await cluster.kill(n);
+    try {
+      await write(a.log, 500, 2000, 20_000);
+      const deadline = Date.now() + 10_000;
+      while (g.uplink.status().models[0].inflightBatches === 0 && Date.now() < deadline) await sleep(20);
+      expect(g.uplink.status().models[0].inflightBatches, 'batches in flight to a hub that is down').toBeGreaterThan(0);
+      let ticks = 0;
+      const timer = setInterval(() => ticks++, 10);
+      const t0 = Date.now();
+      await g.uplink.close(500);
+      const elapsedMs = Date.now() - t0;
+      clearInterval(timer);
+      // The grace is waited (no ack comes), and timers run meanwhile: a spin on resolved promises starves them.
+      expect(elapsedMs).toBeGreaterThanOrEqual(450);
+      expect(ticks, `${ticks} timer ticks in ${elapsedMs} ms`).toBeGreaterThanOrEqual(10);
+    } finally {
+      for (const n of cluster.names()) cluster.restart(n);
+      await g.close();
+    }
+  }, 60_000);
 });

@@ -1,0 +1,69 @@
+/**
+ * The fields of one model's log and the stored columns they read (field-layout.ts): how a record
+ * becomes the value array of a frame, and back. Replaced as a whole when the attributes change after
+ * publish, so a read sees either the old layout or the new one, never a mix.
+ */
+import { projection, type Projection } from './reader.js';
+import { type StoredFields, writeFieldsSync } from './fields-file.js';
+import { type FieldLayout, type VisibleFields, layoutOf, validateFields, withColumnsFor } from './field-layout.js';
+import { MODEL_FIELDS_MAX } from './constants.js';
+import { InvalidArgumentError } from '../errors.js';
+
+export class LogFields {
+  private readonly index: Map<string, number>;
+  /** The projection of every field, made once (latest() without select uses it on every call). */
+  readonly full: Projection;
+
+  constructor(
+    readonly columns: StoredFields,
+    readonly layout: FieldLayout,
+  ) {
+    this.index = new Map(layout.names.map((f, i) => [f, i]));
+    this.full = projection(layout, undefined);
+  }
+
+  /** The fields a record shows, in the model's order. */
+  get names(): readonly string[] {
+    return this.layout.names;
+  }
+
+  /**
+   * The fields after an attribute change (contract 13): a field without a column gets a new one, written
+   * to FIELDS in `dir` before it is used, so a crash can only leave an unused column behind.
+   */
+  changed(modelId: string, dir: string, visible: VisibleFields): LogFields {
+    validateFields(visible.names);
+    const columns = withColumnsFor(this.columns, visible);
+    if (columns.names.length > MODEL_FIELDS_MAX) {
+      throw new InvalidArgumentError(`model ${modelId}: at most ${MODEL_FIELDS_MAX} stored columns, adding these would make ${columns.names.length}`);
+    }
+    const layout = layoutOf(modelId, columns, visible);
+    if (columns !== this.columns) writeFieldsSync(dir, columns);
+    return new LogFields(columns, layout);
+  }
+
+  /** The stored column of field `name`, or -1 when the model has no such field. */
+  columnOf(name: string): number {
+    const i = this.index.get(name);
+    return i === undefined ? -1 : this.layout.columns[i];
+  }
+
+  /** A frame's values for `record`: each field in its column; columns no field reads are stored as null. */
+  valuesOf(record: Record<string, unknown>): unknown[] {
+    const { names, columns } = this.layout;
+    const values = new Array<unknown>(this.columns.names.length).fill(null);
+    for (let i = 0; i < names.length; i++) values[columns[i]] = record[names[i]] ?? null;
+    return values;
+  }
+
+  /** `last` with the given fields replaced (undefined leaves a field as it was); `what` names the caller in errors. */
+  updated(last: readonly unknown[], fields: Record<string, unknown>, what: string): unknown[] {
+    const values = last.slice();
+    for (const k of Object.keys(fields)) {
+      const column = this.columnOf(k);
+      if (column < 0) throw new InvalidArgumentError(`${what}: unknown field ${JSON.stringify(k)}`);
+      if (fields[k] !== undefined) values[column] = fields[k];
+    }
+    return values;
+  }
+}
