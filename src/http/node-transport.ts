@@ -141,6 +141,11 @@ function clientErrorAnswer(err: NodeJS.ErrnoException & { reason?: string; rawPa
   return rawAnswer(status, JSON_HEADERS, JSON.stringify({ code: status, msg, data: null }), head);
 }
 
+/** An answer before routing (not counted in the request counts, like uWS's own refusals). */
+function refuse(res: TransportResponse, status: number, msg: string): void {
+  res.end(status, JSON_HEADERS, JSON.stringify({ code: status, msg, data: null }), { close: true });
+}
+
 function listenFailure(err: NodeJS.ErrnoException): string {
   if (err.code === 'EADDRINUSE' || err.code === 'EADDRNOTAVAIL') return 'the port is in use or the address is not available';
   if (err.code === 'EACCES') return 'permission denied (ports below 1024 need CAP_NET_BIND_SERVICE)';
@@ -155,6 +160,8 @@ function createNodeServer(o: TransportServerOptions): http.Server {
     connectionsCheckingInterval: 2000,
     // node's default (300 s for a whole request) would cut a large restore upload; uWS has no such limit.
     requestTimeout: 0,
+    // node's own answer is a bare 400; ours below is the envelope.
+    requireHostHeader: false,
   };
   if (o.tls === undefined) return http.createServer(options);
   try {
@@ -192,10 +199,8 @@ export const nodeTransport: HttpTransport = {
       const wireReq = new NodeRequest(req);
       const wireRes = new NodeResponse(req, res);
       // node keeps the first 2000 header lines (maxHeadersCount), which is enough to see one too many.
-      if (req.rawHeaders.length > HEADER_LINES_MAX * 2) {
-        const msg = `the request has more than ${HEADER_LINES_MAX} header lines`;
-        return wireRes.end(431, JSON_HEADERS, JSON.stringify({ code: 431, msg, data: null }), { close: true });
-      }
+      if (req.rawHeaders.length > HEADER_LINES_MAX * 2) return refuse(wireRes, 431, `the request has more than ${HEADER_LINES_MAX} header lines`);
+      if (req.httpVersion === '1.1' && req.headers.host === undefined) return refuse(wireRes, 400, 'the request has no Host header, which HTTP/1.1 requires');
       // node:http has no WebSocket, and without an 'upgrade' listener node hands the upgrade over as a request.
       if (o.liveWs !== undefined && isLiveWsUpgrade(wireReq.path, req.headers.upgrade)) return refuseLiveWs(wireReq, wireRes, o.liveWs);
       o.onRequest(wireReq, wireRes);
