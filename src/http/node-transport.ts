@@ -74,11 +74,14 @@ class NodeResponse implements TransportResponse {
     this.req.on('error', () => {});
   }
 
+  /** While we hold the body back, its silence is ours, not the client's: no idle timeout. */
   pause(): void {
     this.req.pause();
+    this.req.socket.setTimeout(0);
   }
 
   resume(): void {
+    this.req.socket.setTimeout(IDLE_TIMEOUT_S * 1000);
     this.req.resume();
   }
 
