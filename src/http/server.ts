@@ -106,7 +106,6 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
     onRequest: (req, res) => router.handle(req, res),
     connections,
     liveWs: { guard: dataSecret, registry, hub: live, logger, allowedHosts: new Set(config.http.allowedHosts), clientAddress },
-    logger,
   });
   const host = config.http.host;
   const port = await server.listen(host, config.http.port);

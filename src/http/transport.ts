@@ -24,7 +24,6 @@ export interface TransportServerOptions {
   connections: ConnectionGate;
   /** The live WebSocket at LIVE_WS_PATH (uws), or the answer that it is not offered (node); absent: none. */
   liveWs?: LiveWsOptions;
-  logger: Logger;
 }
 
 export interface TransportServer {

@@ -276,7 +276,8 @@ function check(c: Case, r: RawAnswer): string | undefined {
     return undefined;
   };
   if (isApi(c.path)) {
-    if (r.status === 200 && (c.path.includes('exportData') || c.path.startsWith('/metrics'))) return undefined;
+    // exportData and backup stream their files (CSV, NDJSON); /metrics is Prometheus text.
+    if (r.status === 200 && (c.path.includes('exportData') || c.path.includes('datacenter/backup') || c.path.startsWith('/metrics'))) return undefined;
     return envelope();
   }
   // UI paths: files (200), plain 404, or the envelope for 400/405/414

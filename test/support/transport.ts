@@ -23,7 +23,6 @@ export async function serveRouter(router: Router): Promise<{ base: string; close
     tls: undefined,
     onRequest: (req, res) => router.handle(req, res),
     connections: new ConnectionGate(0),
-    logger: pino({ level: 'silent' }),
   });
   const port = await server.listen('127.0.0.1', 0);
   return {
