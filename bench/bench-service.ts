@@ -31,6 +31,8 @@ export async function openBenchData(dir: string, extraEnv: Record<string, string
       EDGE_DATACENTER_MAIN_ADMIN_TOKEN: 'bench-admin',
       EDGE_DATACENTER_HTTP_HOST: '127.0.0.1',
       EDGE_DATACENTER_HTTP_PORT: '0',
+      // `EDGE_DATACENTER_HTTP_TRANSPORT=node npm run bench:http` measures the node:http transport.
+      ...(process.env.EDGE_DATACENTER_HTTP_TRANSPORT === undefined ? {} : { EDGE_DATACENTER_HTTP_TRANSPORT: process.env.EDGE_DATACENTER_HTTP_TRANSPORT }),
       ...extraEnv,
     },
   });

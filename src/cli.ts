@@ -12,7 +12,8 @@ import { pino, type Logger } from 'pino';
 import { defaultConfigText, loadConfig, type LoadedConfig } from './config/index.js';
 import { EdgeError, ListenError, UsageError } from './errors.js';
 import { exportFormat, formulaMode } from './http/export.js';
-import { hostPort, SERVICE_VERSION } from './http/server.js';
+import { SERVICE_VERSION } from './http/server.js';
+import { hostPort } from './http/transport.js';
 import { startService, type RunningService } from './server.js';
 
 const USAGE = `Usage:
@@ -127,7 +128,7 @@ async function serve(parsed: Parsed): Promise<void> {
   }
   service = await startService(config, logger);
   process.stdout.write(`edge-datacenter listening on ${service.scheme}://${hostPort(config.http.host, service.port)}\n`);
-  logger.info({ host: service.host, port: service.port, scheme: service.scheme }, 'listening');
+  logger.info({ host: service.host, port: service.port, scheme: service.scheme, transport: service.transport }, 'listening');
   if (stopRequested !== undefined) shutdown(stopRequested);
 }
 

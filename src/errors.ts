@@ -119,6 +119,14 @@ export class UriTooLongError extends EdgeError {
   }
 }
 
+/** The request needs something this running service does not offer (the live WebSocket on the node transport). */
+export class NotImplementedError extends EdgeError {
+  constructor(message: string) {
+    super(message, 'ERR_NOT_IMPLEMENTED', 501);
+    this.name = 'NotImplementedError';
+  }
+}
+
 /** Overloaded (a full queue) or unable to write (a read-only store). Retrying later may succeed. */
 export class UnavailableError extends EdgeError {
   readonly retryAfterS: number;
@@ -171,8 +179,8 @@ export class StoreReadOnlyError extends UnavailableError {
 }
 
 /**
- * The port is taken or the address is not ours, or uWS refused the TLS files: a start-up problem, which
- * the CLI reports without a stack. Not an EdgeError: no request is being answered.
+ * The port is taken or the address is not ours, uWS refused the TLS files, or `transport = uws` and uWS
+ * does not load: a start-up problem, which the CLI reports without a stack. Not an EdgeError: no request is being answered.
  */
 export class ListenError extends Error {
   readonly code = 'ERR_LISTEN';

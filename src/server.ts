@@ -19,6 +19,8 @@ export interface RunningService {
   host: string;
   port: number;
   scheme: 'http' | 'https';
+  /** The HTTP library serving (`[plugin.http_server] transport`, `auto` resolved). */
+  transport: HttpServer['transport'];
   /** The models, for tools and tests that look behind the API. */
   registry: ModelRegistry;
   /** Every route with the credential it asks for. */
@@ -141,6 +143,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       host: http.host,
       port: http.port,
       scheme: http.scheme,
+      transport: http.transport,
       registry,
       routes: http.routes,
       stop() {

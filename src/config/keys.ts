@@ -12,6 +12,7 @@ const GIB = 1024 * MIB;
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export const SYNC_MODES = ['none', 'interval', 'always'] as const;
 export const UPLINK_ENGINES = ['off', 'nats'] as const;
+export const HTTP_TRANSPORTS = ['auto', 'uws', 'node'] as const;
 
 /** The Config field a key fills, e.g. ['store', 'syncIntervalMs']. */
 export type ConfigTarget = { [G in keyof Config]: [G, keyof Config[G]] }[keyof Config];
@@ -92,6 +93,13 @@ export const CONFIG_KEYS: readonly KeySpec[] = [
     section: 'plugin.http_server', key: 'port',
     target: ['http', 'port'], kind: 'int', min: 0, max: 65535, default: 2580,
     help: 'Listen port; 0 picks any free port.',
+  },
+  {
+    section: 'plugin.http_server', key: 'transport',
+    target: ['http', 'transport'], kind: 'enum', values: HTTP_TRANSPORTS, default: 'auto',
+    help: 'HTTP server library. auto: uWebSockets.js, or node:http when no uWS binary loads on this platform\n'
+      + '(musl, Node 24+; the start-up log says why). uws: uWebSockets.js or no start. node: node:http only\n'
+      + '(WebSocket live reads need uws; SSE works on both). See docs/deploy.md.',
   },
   {
     section: 'plugin.http_server', key: 'url_bytes_max',

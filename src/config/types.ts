@@ -1,5 +1,8 @@
 import type { Durability } from '../store/types.js';
 
+/** `[plugin.http_server] transport`. */
+export type HttpTransportChoice = 'auto' | 'uws' | 'node';
+
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
 /** The whole configuration after parsing and validation, with every default filled in. */
@@ -16,6 +19,8 @@ export interface Config {
     metricsToken: string;
   };
   http: {
+    /** `auto` tries uWebSockets.js and falls back to node:http; `uws` and `node` force one (src/http/transport.ts). */
+    transport: HttpTransportChoice;
     host: string;
     port: number;
     urlBytesMax: number;

@@ -1,22 +1,21 @@
 /**
- * The uWS adapter: the one place that touches uWS request and response objects, so it owns uWS's crash
- * traps (ecosystem.md 2.3). Everything is copied out of `req` before the uWS handler returns (`req` is
- * invalid after that, so before any await); `onAborted` is attached before anything asynchronous; every
- * write goes through `cork` with `writeStatus` first; streamed bodies respect backpressure; body chunks
- * are copied (uWS neuters their ArrayBuffer after the callback); and nothing touches `res` after an
- * abort or after it ended.
+ * One request's exchange, written against the transport's request and response (wire.ts), so routes never
+ * see a uWS or node:http object. It keeps the rules both transports need: `onAborted` is attached before
+ * anything asynchronous, streamed bodies respect backpressure both ways, and nothing is written after an
+ * abort or after the answer ended. (uWS's own traps, such as `cork` and neutered body buffers, are
+ * uws-transport.ts's.)
  */
 import type { Logger } from 'pino';
 import { InvalidArgumentError } from '../errors.js';
 import type { ClientAddress } from './client-address.js';
-import { errorAnswer, JSON_HEADERS, type RawReply, statusLine, type StreamReply, type StreamSink } from './reply.js';
+import { errorAnswer, JSON_HEADERS, type RawReply, type StreamReply, type StreamSink } from './reply.js';
 import { EMPTY_BODY, RequestCtx } from './request.js';
-import type { HttpRequest, HttpResponse } from './uws.js';
+import type { HeaderPairs, TransportRequest, TransportResponse } from './wire.js';
 
 /** Headers that must not come twice with different values: which one counts would depend on who reads. */
 const SINGLE_HEADERS = new Set(['authorization', 'x-api-secret', 'content-length', 'transfer-encoding', 'host', 'content-type']);
 
-/** Upload bytes buffered before uWS is paused (bodyChunks). */
+/** Upload bytes buffered before reading is paused (bodyChunks). */
 const BODY_BUFFER_BYTES = 1024 * 1024;
 
 /** Methods counted under their own name in the request counts; any other is `OTHER`. */
@@ -26,21 +25,19 @@ const COUNTED_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'OPTION
 export type Tally = (ex: Exchange, status: number | 'aborted') => void;
 
 /**
- * Copies the request out of `req`. A header sent twice with different values where that matters is
- * reported by `check()` (after the exchange exists, so the 400 is answered and counted like any other).
+ * Copies the request out of `req` (which is valid only until the transport's callback returns). A header
+ * sent twice with different values where that matters is reported by `check()` (after the exchange
+ * exists, so the 400 is answered and counted like any other).
  */
-export function copyRequest(req: HttpRequest, res: HttpResponse, clientAddress: ClientAddress | undefined): { ctx: RequestCtx; check(): void } {
-  const method = req.getMethod().toUpperCase();
-  const path = req.getUrl();
-  const rawQuery = req.getQuery() ?? '';
+export function copyRequest(req: TransportRequest, res: TransportResponse, clientAddress: ClientAddress | undefined): { ctx: RequestCtx; check(): void } {
   const headers: Record<string, string> = {};
   let conflict: string | undefined;
-  req.forEach((key, value) => {
+  req.forEachHeader((key, value) => {
     if (headers[key] !== undefined && headers[key] !== value && SINGLE_HEADERS.has(key)) conflict ??= key;
     // Several X-Forwarded-For headers are one list (RFC 9110 5.3); every other header: the last counts.
     headers[key] = key === 'x-forwarded-for' && headers[key] !== undefined ? `${headers[key]}, ${value}` : value;
   });
-  const ctx = new RequestCtx(method, path, rawQuery, headers, () => Buffer.from(res.getRemoteAddressAsText()).toString(), clientAddress);
+  const ctx = new RequestCtx(req.method, req.path, req.rawQuery, headers, () => res.remoteAddress(), clientAddress);
   return {
     ctx,
     check() {
@@ -63,7 +60,7 @@ export class Exchange {
   private onAbort: (() => void) | undefined;
 
   constructor(
-    private readonly res: HttpResponse,
+    private readonly res: TransportResponse,
     readonly ctx: RequestCtx,
     private readonly tally: Tally,
     private readonly pending: PendingAnswers,
@@ -72,7 +69,7 @@ export class Exchange {
     this.countedMethod = COUNTED_METHODS.has(ctx.method) ? ctx.method : 'OTHER';
   }
 
-  /** Must run before the uWS handler returns whenever the answer comes later. */
+  /** Must run before the transport's request callback returns whenever the answer comes later. */
   hookAbort(): void {
     if (this.hooked) return;
     this.hooked = true;
@@ -110,15 +107,14 @@ export class Exchange {
         tooLarge();
         return;
       }
-      // uWS neuters the ArrayBuffer after this callback: copy it.
-      if (chunk.byteLength > 0) chunks.push(Buffer.from(new Uint8Array(chunk)));
+      if (chunk.byteLength > 0) chunks.push(chunk);
       if (isLast) done(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
     });
   }
 
   /**
-   * The body as chunks pulled by the consumer, for uploads of any size (restore, import): uWS is paused
-   * while more than BODY_BUFFER_BYTES wait, so memory stays constant. Ends with an error when the client
+   * The body as chunks pulled by the consumer, for uploads of any size (restore, import): reading is
+   * paused while more than BODY_BUFFER_BYTES wait, so memory stays constant. Ends with an error when the client
    * goes away.
    */
   bodyChunks(): AsyncIterable<Uint8Array> {
@@ -141,8 +137,7 @@ export class Exchange {
     this.res.onData((chunk, isLast) => {
       if (!this.open) return;
       if (chunk.byteLength > 0) {
-        // uWS neuters the ArrayBuffer after this callback: copy it.
-        queue.push(Buffer.from(new Uint8Array(chunk)));
+        queue.push(chunk);
         queued += chunk.byteLength;
       }
       last = isLast;
@@ -179,33 +174,20 @@ export class Exchange {
     if (!this.open) return;
     this.finish();
     this.tally(this, status);
-    const { res, ctx } = this;
-    res.cork(() => {
-      res.writeStatus(statusLine(status));
-      for (const [key, value] of JSON_HEADERS) res.writeHeader(key, value);
-      if (ctx.cors) res.writeHeader('Access-Control-Allow-Origin', '*');
-      if (extra !== undefined) for (const key in extra) res.writeHeader(key, extra[key]);
-      // uWS does not strip bodies from answers to HEAD: a body there would be read as the next response.
-      if (ctx.method === 'HEAD') endHead(res, Buffer.byteLength(body));
-      else res.end(body, close);
-    });
+    const headers: Array<readonly [string, string]> = [...JSON_HEADERS];
+    if (this.ctx.cors) headers.push(['Access-Control-Allow-Origin', '*']);
+    if (extra !== undefined) for (const key in extra) headers.push([key, extra[key]]);
+    this.res.end(status, headers, body, { head: this.ctx.method === 'HEAD', close });
   }
 
   writeRaw(reply: RawReply): void {
     if (!this.open) return;
     this.finish();
     this.tally(this, reply.status);
-    const { res, ctx } = this;
-    res.cork(() => {
-      res.writeStatus(statusLine(reply.status));
-      if (ctx.cors && reply.headers['Access-Control-Allow-Origin'] === undefined) {
-        res.writeHeader('Access-Control-Allow-Origin', '*');
-      }
-      for (const key in reply.headers) res.writeHeader(key, reply.headers[key]);
-      if (reply.headOnly || ctx.method === 'HEAD') {
-        endHead(res, typeof reply.body === 'string' ? Buffer.byteLength(reply.body) : reply.body.byteLength);
-      } else res.end(reply.body);
-    });
+    const headers: Array<readonly [string, string]> = [];
+    if (this.ctx.cors && reply.headers['Access-Control-Allow-Origin'] === undefined) headers.push(['Access-Control-Allow-Origin', '*']);
+    for (const key in reply.headers) headers.push([key, reply.headers[key]]);
+    this.res.end(reply.status, headers, reply.body, { head: reply.headOnly || this.ctx.method === 'HEAD' });
   }
 
   /** The envelope for `err`; closes the connection when the request's body was left unread. */
@@ -230,18 +212,11 @@ export class Exchange {
       fn?.();
     };
     this.onAbort = wake;
-    res.onWritable(() => {
-      wake();
-      return true;
-    });
+    res.onWritable(wake);
     const writeHead = (): void => {
       headWritten = true;
       this.tally(this, 200);
-      res.writeStatus('200 OK');
-      res.writeHeader('X-Content-Type-Options', 'nosniff');
-      res.writeHeader('Cache-Control', 'no-store');
-      if (this.ctx.cors) res.writeHeader('Access-Control-Allow-Origin', '*');
-      for (const key in reply.headers) res.writeHeader(key, reply.headers[key]);
+      res.startStream(200, streamHeaders(reply, this.ctx.cors));
     };
     const ex = this;
     const sink: StreamSink = {
@@ -250,12 +225,8 @@ export class Exchange {
       },
       write(chunk: string | Uint8Array): boolean {
         if (!ex.open) return false;
-        let ok = true;
-        res.cork(() => {
-          if (!headWritten) writeHead();
-          ok = res.write(chunk);
-        });
-        return ok;
+        if (!headWritten) writeHead();
+        return res.write(chunk);
       },
       drain(): Promise<void> {
         if (!ex.open) return Promise.resolve();
@@ -268,10 +239,8 @@ export class Exchange {
       () => {
         if (!this.open) return;
         this.finish();
-        res.cork(() => {
-          if (!headWritten) writeHead();
-          res.end();
-        });
+        if (!headWritten) writeHead();
+        res.endStream();
       },
       (err: unknown) => {
         if (!this.open) return;
@@ -285,17 +254,17 @@ export class Exchange {
   }
 }
 
-/**
- * Ends an answer to HEAD: the length the body would have, no body. In this uWS build
- * `endWithoutBody(length)` (with an argument) sends nothing at all and leaves the request hanging, so
- * the header is written by hand and `endWithoutBody()` is called without arguments.
- */
-function endHead(res: HttpResponse, length: number): void {
-  res.writeHeader('Content-Length', String(length));
-  res.endWithoutBody();
+function streamHeaders(reply: StreamReply, cors: boolean): HeaderPairs {
+  const headers: Array<readonly [string, string]> = [
+    ['X-Content-Type-Options', 'nosniff'],
+    ['Cache-Control', 'no-store'],
+  ];
+  if (cors) headers.push(['Access-Control-Allow-Origin', '*']);
+  for (const key in reply.headers) headers.push([key, reply.headers[key]]);
+  return headers;
 }
 
-/** Answers that come later than the uWS handler's return, so a shutdown can wait for them. */
+/** Answers that come later than the transport's request callback, so a shutdown can wait for them. */
 export class PendingAnswers {
   private readonly open = new Set<Exchange>();
   private waiters: Array<() => void> = [];

@@ -142,7 +142,7 @@ async function* textChunks(source: ExportSource, options: ExportOptions): AsyncG
   if (pending > 0) onRecords?.(pending);
 }
 
-/** Writes chunks to a uWS stream sink, waiting for drain whenever the socket is full. */
+/** Writes chunks to a stream sink, waiting for drain whenever the socket is full. */
 export async function pumpToSink(
   chunks: AsyncGenerator<string | Buffer, void, undefined>,
   sink: { write(chunk: string | Uint8Array): boolean; drain(): Promise<void>; readonly aborted: boolean },

@@ -1,33 +1,32 @@
 /**
- * WebSocket at `/api/v1/datacenter/ws?secrets=` (contract 11), uWS's native WebSocket. The upgrade
- * passes the same checks as a routed request (Host allowlist, the data secret guard with its throttle)
- * and is answered with the JSON error envelope when it fails. Then the client sends
- * `{"op":"subscribe",...}` / `{"op":"unsubscribe",...}` and gets `record`, `gap` and `error` messages;
- * the subscriptions are live.ts's, as for SSE.
+ * WebSocket at `/api/v1/datacenter/ws?secrets=` (contract 11). The upgrade passes the same checks as a
+ * routed request (Host allowlist, the data secret guard with its throttle) and is answered with the JSON
+ * error envelope when it fails. Then the client sends `{"op":"subscribe",...}` / `{"op":"unsubscribe",...}`
+ * and gets `record`, `gap` and `error` messages; the subscriptions are live.ts's, as for SSE.
+ *
+ * The socket itself is uWS's (uws-transport.ts wires a LiveWsSession to it). node:http has no WebSocket
+ * and none is a dependency, so on the node transport the upgrade is answered 501 after the same checks
+ * (refuseLiveWs); the SSE stream serves the same records on both.
  */
 import type { Logger } from 'pino';
-import { EdgeError, InvalidArgumentError } from '../errors.js';
+import { EdgeError, InvalidArgumentError, NotImplementedError } from '../errors.js';
 import { checkHost } from './allowed-hosts.js';
 import type { ClientAddress } from './client-address.js';
 import type { RegistryView } from './deps.js';
 import { copyRequest } from './exchange.js';
 import type { LiveClient, LiveHub, LiveMode } from './live.js';
 import { publishedModel } from './query-routes.js';
-import { errorAnswer, JSON_HEADERS, statusLine } from './reply.js';
+import { errorAnswer, JSON_HEADERS } from './reply.js';
 import { selectFields } from './params.js';
 import type { Guard } from './router.js';
-import type { TemplatedApp } from './uws.js';
 import { BATCH_MODELS_MAX } from './hmi-routes.js';
+import type { TransportRequest, TransportResponse } from './wire.js';
 
 export const LIVE_WS_PATH = '/api/v1/datacenter/ws';
-/** Bytes uWS may hold for a socket before we stop writing to it (and count a gap instead). */
+/** Bytes the transport may hold for a socket before we stop writing to it (and count a gap instead). */
 export const WS_BACKPRESSURE_BYTES = 1024 * 1024;
-const WS_MESSAGE_BYTES_MAX = 64 * 1024;
-
-interface WsData {
-  client: LiveClient | undefined;
-  closed: boolean;
-}
+export const WS_MESSAGE_BYTES_MAX = 64 * 1024;
+export const WS_IDLE_TIMEOUT_S = 120;
 
 export interface LiveWsOptions {
   guard: Guard;
@@ -38,72 +37,91 @@ export interface LiveWsOptions {
   clientAddress: ClientAddress | undefined;
 }
 
-export function attachLiveWs(app: TemplatedApp, o: LiveWsOptions): void {
-  app.ws<WsData>(LIVE_WS_PATH, {
-    maxPayloadLength: WS_MESSAGE_BYTES_MAX,
-    maxBackpressure: WS_BACKPRESSURE_BYTES,
-    idleTimeout: 120,
-    sendPingsAutomatically: true,
-    upgrade(res, req, context) {
-      const key = req.getHeader('sec-websocket-key');
-      const protocol = req.getHeader('sec-websocket-protocol');
-      const extensions = req.getHeader('sec-websocket-extensions');
-      const { ctx, check } = copyRequest(req, res, o.clientAddress);
-      try {
-        check();
-        if (o.allowedHosts.size > 0) checkHost(ctx.header('host'), o.allowedHosts);
-        o.guard.check(ctx);
-      } catch (err) {
-        const answer = errorAnswer(err, ctx, o.logger);
-        res.cork(() => {
-          res.writeStatus(statusLine(answer.status));
-          for (const [k, v] of JSON_HEADERS) res.writeHeader(k, v);
-          for (const k in answer.headers) res.writeHeader(k, answer.headers[k]);
-          res.end(answer.body, true);
-        });
-        return;
-      }
-      res.upgrade<WsData>({ client: undefined, closed: false }, key, protocol, extensions, context);
-    },
-    open(ws) {
-      const data = ws.getUserData();
-      data.client = o.hub.client({
-        format: 'ws',
-        recordText: (uuid, _id, json) => `{"type":"record","uuid":${JSON.stringify(uuid)},"record":${json}}`,
-        gapText: (uuid, from, to) => JSON.stringify({ type: 'gap', uuid, from, to }),
-        write(texts) {
-          if (data.closed) return false;
-          let ok = true;
-          ws.cork(() => {
-            for (const t of texts) if (ws.send(t, false) !== 1) ok = false;
-          });
-          return ok;
-        },
-      });
-    },
-    message(ws, message) {
-      const data = ws.getUserData();
-      const text = Buffer.from(message).toString('utf8');
-      void handle(o, data, text).catch((err: unknown) => {
-        if (data.closed) return;
-        const msg = err instanceof EdgeError ? err.message : 'internal error';
-        if (!(err instanceof EdgeError)) o.logger.error({ err }, 'live WebSocket message failed');
-        ws.send(JSON.stringify({ type: 'error', msg }), false);
-      });
-    },
-    drain(ws) {
-      const data = ws.getUserData();
-      if (ws.getBufferedAmount() < WS_BACKPRESSURE_BYTES / 2) data.client?.drained();
-    },
-    close(ws) {
-      const data = ws.getUserData();
-      data.closed = true;
-      if (data.client) o.hub.forget(data.client);
-    },
+/**
+ * Runs the checks of an upgrade request; false when one failed, and then its error envelope has been
+ * written and the connection closes. Call before the transport's callback returns.
+ */
+export function acceptLiveWsUpgrade(req: TransportRequest, res: TransportResponse, o: LiveWsOptions): boolean {
+  return refuseUnless(req, res, o, () => {});
+}
+
+/** node transport: an upgrade that passes the checks is told that WebSocket needs the uws transport. */
+export function refuseLiveWs(req: TransportRequest, res: TransportResponse, o: LiveWsOptions): void {
+  refuseUnless(req, res, o, () => {
+    throw new NotImplementedError(
+      'WebSocket live reads need [plugin.http_server] transport = uws, and this service runs on node:http; ' +
+        'read the same records as Server-Sent Events from GET /api/v1/datacenter/stream',
+    );
   });
 }
 
-async function handle(o: LiveWsOptions, data: WsData, text: string): Promise<void> {
+function refuseUnless(req: TransportRequest, res: TransportResponse, o: LiveWsOptions, last: () => void): boolean {
+  const { ctx, check } = copyRequest(req, res, o.clientAddress);
+  try {
+    check();
+    if (o.allowedHosts.size > 0) checkHost(ctx.header('host'), o.allowedHosts);
+    o.guard.check(ctx);
+    last();
+    return true;
+  } catch (err) {
+    const answer = errorAnswer(err, ctx, o.logger);
+    res.end(answer.status, [...JSON_HEADERS, ...Object.entries(answer.headers)], answer.body, { close: true });
+    return false;
+  }
+}
+
+/** Whether a request asks to become the live WebSocket (an Upgrade at LIVE_WS_PATH). */
+export function isLiveWsUpgrade(path: string, upgrade: string | undefined): boolean {
+  return path === LIVE_WS_PATH && upgrade !== undefined && upgrade.toLowerCase() === 'websocket';
+}
+
+/** One open WebSocket's subscriptions. `send` writes text messages and returns false under backpressure. */
+export class LiveWsSession {
+  private closed = false;
+  private readonly client: LiveClient;
+
+  constructor(
+    private readonly o: LiveWsOptions,
+    private readonly send: (texts: readonly string[]) => boolean,
+  ) {
+    this.client = o.hub.client({
+      format: 'ws',
+      recordText: (uuid, _id, json) => `{"type":"record","uuid":${JSON.stringify(uuid)},"record":${json}}`,
+      gapText: (uuid, from, to) => JSON.stringify({ type: 'gap', uuid, from, to }),
+      write: (texts) => !this.closed && this.send(texts),
+    });
+  }
+
+  /** A text message from the client; a bad one is answered with an `error` message. */
+  message(text: string): void {
+    void handle(this.o, this, text).catch((err: unknown) => {
+      if (this.closed) return;
+      const msg = err instanceof EdgeError ? err.message : 'internal error';
+      if (!(err instanceof EdgeError)) this.o.logger.error({ err }, 'live WebSocket message failed');
+      this.send([JSON.stringify({ type: 'error', msg })]);
+    });
+  }
+
+  /** The socket took what was buffered: records may flow again. */
+  drained(): void {
+    this.client.drained();
+  }
+
+  close(): void {
+    this.closed = true;
+    this.o.hub.forget(this.client);
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  get liveClient(): LiveClient {
+    return this.client;
+  }
+}
+
+async function handle(o: LiveWsOptions, session: LiveWsSession, text: string): Promise<void> {
   let msg: unknown;
   try {
     msg = JSON.parse(text);
@@ -111,7 +129,7 @@ async function handle(o: LiveWsOptions, data: WsData, text: string): Promise<voi
     throw new InvalidArgumentError('message is not JSON: send {"op":"subscribe","uuid":[...]} or {"op":"unsubscribe","uuid":[...]}');
   }
   const m = (typeof msg === 'object' && msg !== null ? msg : {}) as Record<string, unknown>;
-  const client = data.client as LiveClient;
+  const client = session.liveClient;
   const uuids = stringList(m.uuid, 'uuid');
   if (uuids.length === 0 || uuids.length > BATCH_MODELS_MAX) throw new InvalidArgumentError(`field 'uuid' must list 1..${BATCH_MODELS_MAX} models`);
   if (m.op === 'unsubscribe') {
@@ -135,7 +153,7 @@ async function handle(o: LiveWsOptions, data: WsData, text: string): Promise<voi
     return { uuid: u, log: o.registry.log(u), select: select === undefined ? undefined : selectFields(new Map([['select', select]]), model) };
   });
   for (const p of plans) {
-    if (data.closed) return;
+    if (session.isClosed) return;
     await client.subscribe(p.uuid, p.log, { select: p.select, mode: mode as LiveMode, afterId: after[p.uuid] as number | undefined });
   }
 }

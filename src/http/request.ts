@@ -1,6 +1,6 @@
 /**
- * What a guard or handler may know about a request: copied out of uWS (exchange.ts) before any of them
- * runs, so nothing here can touch a uWS object that is no longer valid.
+ * What a guard or handler may know about a request: copied out of the transport's request (exchange.ts)
+ * before any of them runs, so nothing here can touch a uWS or node:http object that is no longer valid.
  */
 import type { ClientAddress } from './client-address.js';
 import { parseQueryString, type QueryParams } from './params.js';
@@ -35,7 +35,7 @@ export class RequestCtx {
   }
 
   /**
-   * The client address as uWS reports it (`127.0.0.1`, `::1`; IPv4-mapped IPv6 is shown as IPv4), or,
+   * The client address as the transport reports it (`127.0.0.1`, `::1`; IPv4-mapped IPv6 is shown as IPv4), or,
    * when that peer is one of `trusted_proxies`, the client it names in X-Forwarded-For.
    * Read on first use; '' when unknown (the client has gone).
    */

@@ -1,8 +1,8 @@
 /**
  * The route table: finds the route for a request (404 under `/api/`, 405 with `Allow`, CORS preflights,
  * everything else to the static fallback), runs its guard before the body is read, then its handler, and
- * counts the answers for /metrics. Talking to uWS is exchange.ts's job, reading bodies body.ts's, and
- * what an answer or an error looks like reply.ts's.
+ * counts the answers for /metrics. The transport (transport.ts) hands it each request; writing answers
+ * is exchange.ts's job, reading bodies body.ts's, and what an answer or an error looks like reply.ts's.
  *
  * Routes are declared one way, in groups that state their path prefix and guard once (fastify's plugin
  * prefix plus an onRequest hook):
@@ -23,7 +23,7 @@ import type { ClientAddress } from './client-address.js';
 import { copyRequest, Exchange, PendingAnswers, type Tally } from './exchange.js';
 import { CORS_PREFLIGHT, envelope, RawReply, StreamReply } from './reply.js';
 import type { RequestCtx } from './request.js';
-import type { HttpRequest, HttpResponse, TemplatedApp } from './uws.js';
+import type { TransportRequest, TransportResponse } from './wire.js';
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
 
@@ -165,11 +165,8 @@ export class Router {
     byMethod.set(route.method, route);
   }
 
-  attach(app: TemplatedApp): void {
-    app.any('/*', (res, req) => this.handle(res, req));
-  }
-
-  private handle(res: HttpResponse, req: HttpRequest): void {
+  /** Every request the transport receives; `req` is read before this returns. */
+  handle(req: TransportRequest, res: TransportResponse): void {
     const { ctx, check } = copyRequest(req, res, this.options.clientAddress);
     const ex = new Exchange(res, ctx, this.tally, this.pending, this.options.logger);
     try {

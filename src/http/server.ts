@@ -1,7 +1,7 @@
 /**
- * Builds the uWS app, registers every route and listens. `port: 0` picks a free port (tests).
+ * Registers every route, starts the configured transport (transport.ts) and listens. `port: 0` picks a
+ * free port (tests).
  */
-import { ListenError } from '../errors.js';
 import { Audit, warnIfPlainNonLoopback } from './audit.js';
 import { adminGuard, dataSecretGuard, type FailureLimiter, pushTokenGuard, SecretSet } from './auth.js';
 import { ClientAddress } from './client-address.js';
@@ -16,20 +16,21 @@ import { addQueryRoutes } from './query-routes.js';
 import { addHmiRoutes } from './hmi-routes.js';
 import { LiveHub } from './live.js';
 import { addLiveRoutes } from './live-routes.js';
-import { attachLiveWs } from './live-ws.js';
 import { type RouteInfo, Router } from './router.js';
 import { addSchemaRoutes } from './schema-routes.js';
 import { addScriptRoutes } from './script-routes.js';
 import { findPublicDir, staticHandler } from './static.js';
 import { AuthThrottle } from './throttle.js';
 import { loadTls, type TlsSetup } from './tls.js';
-import uWS, { listenExclusive, type TemplatedApp, type us_listen_socket } from './uws.js';
+import { loadTransport, type TransportName } from './transport.js';
 
 export interface HttpServer {
   host: string;
   port: number;
   /** `https` when tls_cert_file and tls_key_file are set. */
   scheme: 'http' | 'https';
+  /** The HTTP library serving: `[plugin.http_server] transport`, `auto` resolved. */
+  transport: TransportName;
   /** Every route with the credential its guard asks for. */
   routes: readonly RouteInfo[];
   /** Stops accepting connections; requests on open ones are still answered. */
@@ -47,18 +48,20 @@ export const SERVICE_VERSION = '0.1.0';
 
 export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
   const { config, registry, engine, logger } = deps;
-  // First: a wrong certificate or key stops the start before anything listens.
+  // First: a transport that cannot load, or a wrong certificate or key, stops the start before anything listens.
+  const transport = await loadTransport(config.http.transport, logger);
   const tls = await loadTls(config.http);
   const publicDir = findPublicDir();
   if (publicDir === undefined) logger.warn('UI directory src/ui/public not found: non-API paths answer 404');
 
+  const clientAddress = config.http.trustedProxies.length > 0 ? new ClientAddress(config.http.trustedProxies) : undefined;
   const router = new Router({
     logger,
     urlBytesMax: config.http.urlBytesMax,
     bodyBytesMax: config.http.bodyBytesMax,
     fallback: staticHandler(publicDir),
     allowedHosts: new Set(config.http.allowedHosts),
-    clientAddress: config.http.trustedProxies.length > 0 ? new ClientAddress(config.http.trustedProxies) : undefined,
+    clientAddress,
   });
   const throttle = new AuthThrottle(config.http.authFailuresPerMinute);
   const audit = new Audit(logger);
@@ -98,25 +101,14 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
     version: SERVICE_VERSION,
   });
 
-  const app = createApp(tls);
-  connections.attach(app);
-  attachLiveWs(app, {
-    guard: dataSecret,
-    registry,
-    hub: live,
-    logger,
-    allowedHosts: new Set(config.http.allowedHosts),
-    clientAddress: config.http.trustedProxies.length > 0 ? new ClientAddress(config.http.trustedProxies) : undefined,
+  const server = transport.createServer({
+    tls,
+    onRequest: (req, res) => router.handle(req, res),
+    connections,
+    liveWs: { guard: dataSecret, registry, hub: live, logger, allowedHosts: new Set(config.http.allowedHosts), clientAddress },
   });
-  router.attach(app);
   const host = config.http.host;
-  const listenSocket = await new Promise<us_listen_socket>((resolve, reject) => {
-    listenExclusive(app, host, config.http.port, (socket) => {
-      if (socket === false) reject(new ListenError(`cannot listen on ${host}:${config.http.port}: the port is in use or the address is not available`));
-      else resolve(socket);
-    });
-  });
-  const port = uWS.us_socket_local_port(listenSocket);
+  const port = await server.listen(host, config.http.port);
   if (tls !== undefined) {
     const cert = tls.certificate;
     logger.info({ subject: cert.subject, issuer: cert.issuer, validTo: cert.validTo }, `serving HTTPS with the certificate for ${cert.subject.replaceAll('\n', ', ')}, valid until ${cert.validTo}`);
@@ -128,12 +120,13 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
   const stopListening = (): void => {
     if (!listening) return;
     listening = false;
-    uWS.us_listen_socket_close(listenSocket);
+    server.stopListening();
   };
   return {
     host,
     port,
     scheme: tls === undefined ? 'http' : 'https',
+    transport: transport.name,
     routes: router.routes(),
     stopListening,
     close(graceMs = CLOSE_GRACE_MS) {
@@ -142,27 +135,9 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
         audit.flush();
         live.close(); // streams never end by themselves
         await router.settled(graceMs);
-        // Also ends idle keep-alive connections so the event loop can empty.
-        (app as { close?: () => void }).close?.();
+        server.closeConnections();
       })();
       return closing;
     },
   };
-}
-
-function createApp(tls: TlsSetup | undefined): TemplatedApp {
-  if (tls === undefined) return uWS.App();
-  try {
-    return uWS.SSLApp(tls.options);
-  } catch (err) {
-    // loadTls accepted the files, so this is something OpenSSL in uWS refuses that node:crypto does not.
-    throw new ListenError(
-      `uWebSockets.js could not set up TLS with tls_cert_file ${tls.options.cert_file_name as string} and tls_key_file ${tls.options.key_file_name as string}: ${(err as Error).message}`,
-    );
-  }
-}
-
-/** host:port as in a URL: an IPv6 address in brackets. */
-export function hostPort(host: string, port: number): string {
-  return `${host.includes(':') ? `[${host}]` : host}:${port}`;
 }

@@ -1,18 +1,23 @@
 /**
  * `[plugin.http_server] tls_cert_file, tls_key_file, tls_key_passphrase_file`: checks the files before
- * uWS sees them. uWS reads them itself and, for a missing file, a file that is not PEM or a key that
- * does not belong to the certificate, only throws "App construction failed"; node:crypto says which file
- * is wrong and why, so the start fails with one line naming it. The files are read once, at start: a
- * renewed certificate takes a restart (docs/deploy.md).
+ * the transport sees them. uWS reads them itself and, for a missing file, a file that is not PEM or a key
+ * that does not belong to the certificate, only throws "App construction failed"; node:crypto says which
+ * file is wrong and why, so the start fails with one line naming it. The files are read once, at start:
+ * a renewed certificate takes a restart (docs/deploy.md).
  */
 import { createPrivateKey, X509Certificate, type KeyObject } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import type { Config } from '../config/types.js';
 import { InvalidArgumentError } from '../errors.js';
-import type { AppOptions } from './uws.js';
 
 export interface TlsSetup {
-  options: AppOptions;
+  /** Absolute paths, for uWS, which reads the files itself. */
+  certFile: string;
+  keyFile: string;
+  /** The PEM contents, for node:https. */
+  cert: Buffer;
+  key: Buffer;
+  passphrase: string | undefined;
   /** For the start-up log: subject, issuer and expiry of the certificate. */
   certificate: X509Certificate;
 }
@@ -20,17 +25,17 @@ export interface TlsSetup {
 /** undefined when TLS is not configured; loadConfig has already refused a certificate without key and the reverse. */
 export async function loadTls(http: Config['http']): Promise<TlsSetup | undefined> {
   if (http.tlsCertFile === '' || http.tlsKeyFile === '') return undefined;
-  const certificate = parseCertificate(http.tlsCertFile, await readConfiguredFile('tls_cert_file', http.tlsCertFile));
+  const cert = await readConfiguredFile('tls_cert_file', http.tlsCertFile);
+  const certificate = parseCertificate(http.tlsCertFile, cert);
   const passphrase = http.tlsKeyPassphraseFile === '' ? undefined : await readPassphrase(http.tlsKeyPassphraseFile);
-  const key = parseKey(http.tlsKeyFile, await readConfiguredFile('tls_key_file', http.tlsKeyFile), passphrase);
+  const keyPem = await readConfiguredFile('tls_key_file', http.tlsKeyFile);
+  const key = parseKey(http.tlsKeyFile, keyPem, passphrase);
   if (!certificate.checkPrivateKey(key)) {
     throw new InvalidArgumentError(
       `[plugin.http_server] tls_key_file ${http.tlsKeyFile} is not the private key of the certificate in tls_cert_file ${http.tlsCertFile}`,
     );
   }
-  const options: AppOptions = { cert_file_name: http.tlsCertFile, key_file_name: http.tlsKeyFile };
-  if (passphrase !== undefined) options.passphrase = passphrase;
-  return { options, certificate };
+  return { certFile: http.tlsCertFile, keyFile: http.tlsKeyFile, cert, key: keyPem, passphrase, certificate };
 }
 
 async function readConfiguredFile(key: string, file: string): Promise<Buffer> {

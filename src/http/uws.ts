@@ -1,15 +1,16 @@
 /**
- * Loads uWebSockets.js once. uWS answers requests whose header block (request line included) is larger
- * than UWS_HTTP_MAX_HEADERS_SIZE (default 4 KiB) with its own HTML 431 page before any route runs, and it
- * reads the variable once, when the native library loads. We raise it so that our own URL limit
- * (`[http] url_bytes_max`, answered with a JSON 414) is the one clients see. An operator's own value wins.
+ * Loads uWebSockets.js once; only uws-transport.ts imports this, and only when that transport is chosen
+ * (transport.ts), so a binary that does not load here fails that import and nothing else. uWS answers
+ * requests whose header block (request line included) is larger than UWS_HTTP_MAX_HEADERS_SIZE (default
+ * 4 KiB) with its own HTML 431 page before any route runs, and it reads the variable once, when the native
+ * library loads. We raise it to HEADER_BYTES_MAX so that our own URL limit (`[http] url_bytes_max`,
+ * answered with a JSON 414) is the one clients see. An operator's own value wins.
  */
 import type * as UWS from 'uWebSockets.js';
-
-export const UWS_HEADER_BYTES_MAX = 81_920;
+import { HEADER_BYTES_MAX } from './wire.js';
 
 if (process.env.UWS_HTTP_MAX_HEADERS_SIZE === undefined) {
-  process.env.UWS_HTTP_MAX_HEADERS_SIZE = String(UWS_HEADER_BYTES_MAX);
+  process.env.UWS_HTTP_MAX_HEADERS_SIZE = String(HEADER_BYTES_MAX);
 }
 
 const uWS: typeof UWS = await import('uWebSockets.js');

@@ -28,7 +28,7 @@ describe('loadConfig defaults', () => {
       const { config, firstStart } = await loadConfig({ env: {} });
       expect(config.main.dataDir).toBe(join(dir, 'data'));
       expect(config.http).toEqual({
-        host: '0.0.0.0', port: 2580, urlBytesMax: 8192, bodyBytesMax: 4194304, idleTimeoutS: 60, maxConnections: 1000, authFailuresPerMinute: 20,
+        transport: 'auto', host: '0.0.0.0', port: 2580, urlBytesMax: 8192, bodyBytesMax: 4194304, idleTimeoutS: 60, maxConnections: 1000, authFailuresPerMinute: 20,
         tlsCertFile: '', tlsKeyFile: '', tlsKeyPassphraseFile: '', allowedHosts: [], trustedProxies: [],
       });
       expect(config.store).toEqual({
@@ -113,6 +113,7 @@ describe('loadConfig values', () => {
 
   it.each([
     ['[store]\nsync = fast', '[store] sync must be one of none, interval or always, got "fast"'],
+    ['[plugin.http_server]\ntransport = express', '[plugin.http_server] transport must be one of auto, uws or node, got "express"'],
     ['[plugin.http_server]\nport = 65536', '[plugin.http_server] port must be an integer in 0..65535, got "65536"'],
     ['[plugin.http_server]\nport = 80.5', '[plugin.http_server] port must be an integer in 0..65535, got "80.5"'],
     ['[plugin.http_server]\nport = abc', '[plugin.http_server] port must be an integer in 0..65535, got "abc"'],

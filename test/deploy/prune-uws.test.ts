@@ -4,14 +4,13 @@
  * processes on copies in temp directories: the shared node_modules is never touched.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { cp, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { copyInstall, HOST_UWS_BINARY as HOST, ROOT } from '../support/install-copy.js';
 
-const ROOT = join(import.meta.dirname, '..', '..');
 const SCRIPT = join(ROOT, 'scripts', 'prune-uws.mjs');
-const HOST = `uws_${process.platform}_${process.arch}_${process.versions.modules}.node`;
 const OTHERS = ['uws_darwin_arm64_127.node', `uws_${process.platform}_${process.arch}_999.node`, 'uws_win32_x64_115.node'];
 
 let dir: string;
@@ -60,28 +59,15 @@ describe('prune-uws', () => {
   });
 
   it('the service starts and answers /healthz on a pruned copy of the install', async () => {
-    // A copy of the install: dist/ and package.json copied, every package linked from the shared
-    // node_modules except uWebSockets.js, copied with the host binary and two foreign ones.
+    // A copy of the install with the host uWS binary and two foreign ones.
     dir = await mkdtemp(join(tmpdir(), 'edc-prune-'));
-    await cp(join(ROOT, 'dist'), join(dir, 'dist'), { recursive: true });
-    await cp(join(ROOT, 'package.json'), join(dir, 'package.json'));
-    const shared = join(ROOT, 'node_modules');
-    await mkdir(join(dir, 'node_modules'));
-    for (const entry of await readdir(shared)) {
-      if (entry !== 'uWebSockets.js') await symlink(join(shared, entry), join(dir, 'node_modules', entry));
-    }
-    const uws = join(dir, 'node_modules', 'uWebSockets.js');
-    await mkdir(join(uws, 'dist', 'bin'), { recursive: true });
-    await cp(join(shared, 'uWebSockets.js', 'package.json'), join(uws, 'package.json'));
-    for (const file of await readdir(join(shared, 'uWebSockets.js', 'dist'))) {
-      if (file !== 'bin') await cp(join(shared, 'uWebSockets.js', 'dist', file), join(uws, 'dist', file));
-    }
-    const foreign = (await readdir(join(shared, 'uWebSockets.js', 'dist', 'bin'))).filter((f) => f !== HOST).slice(0, 2);
-    for (const file of [HOST, ...foreign]) await cp(join(shared, 'uWebSockets.js', 'dist', 'bin', file), join(uws, 'dist', 'bin', file));
+    const copy = await copyInstall(dir);
+    const foreign = (await readdir(copy.sharedBinDir)).filter((f) => f !== HOST).slice(0, 2);
+    for (const file of [HOST, ...foreign]) await cp(join(copy.sharedBinDir, file), join(copy.binDir, file));
 
     const r = prune('--dir', join(dir, 'node_modules'));
     expect(r.status).toBe(0);
-    expect(await readdir(join(uws, 'dist', 'bin'))).toEqual([HOST]);
+    expect(await readdir(copy.binDir)).toEqual([HOST]);
 
     await writeFile(join(dir, 'gw.ini'), `[main]\ndata_dir = ${join(dir, 'data')}\nlog_level = warn\n[plugin.http_server]\nhost = 127.0.0.1\nport = 0\n`);
     const child = spawn(process.execPath, [join(dir, 'dist', 'cli.js'), 'serve', '--config', join(dir, 'gw.ini')], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -100,7 +86,7 @@ describe('prune-uws', () => {
       expect(res.status).toBe(200);
       // The copy's own uWS loaded, not the shared one.
       const maps = await readFile(`/proc/${child.pid}/maps`, 'utf8');
-      expect(maps).toContain(join(uws, 'dist', 'bin', HOST));
+      expect(maps).toContain(join(copy.binDir, HOST));
     } finally {
       const exited = new Promise((resolve) => child.once('exit', resolve));
       child.kill('SIGTERM');

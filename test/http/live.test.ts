@@ -2,13 +2,15 @@
  * Contract 11 over the real server: the SSE stream sends the latest record first, then every new record
  * in id order (mode all) or at most one per 100 ms (mode latest), replays after Last-Event-ID / after,
  * sends an update-last again, refuses bad parameters and unknown models before the stream starts, and
- * tells a client that stopped reading of the records it missed (gap) instead of buffering them.
+ * tells a client that stopped reading of the records it missed (gap) instead of buffering them. The
+ * WebSocket needs uWS: on the node transport its upgrade is answered 501 after the same checks.
  */
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkRecord } from '../../src/models/record-check.js';
 import { call, query } from '../support/client.js';
 import { SECRET, startService, type TestService } from '../support/service.js';
+import { ON_NODE_TRANSPORT } from '../support/transport.js';
 import { connectWs } from '../support/ws-client.js';
 
 let server: TestService;
@@ -198,9 +200,9 @@ describe('SSE stream (contract 11)', () => {
   });
 });
 
-describe('WebSocket (contract 11)', () => {
-  const wsPath = (secret = SECRET) => `/api/v1/datacenter/ws?secrets=${encodeURIComponent(secret)}`;
+const wsPath = (secret = SECRET) => `/api/v1/datacenter/ws?secrets=${encodeURIComponent(secret)}`;
 
+describe.skipIf(ON_NODE_TRANSPORT)('WebSocket (contract 11; skipped on the node transport: node:http has no WebSocket)', () => {
   it('subscribe: latest first, then new records; unsubscribe stops them; select and after', async () => {
     const ws = await connectWs(server.port, wsPath());
     expect(ws.status).toBe(101);
@@ -271,6 +273,22 @@ describe('WebSocket (contract 11)', () => {
     expect(gaps[0]).toMatchObject({ uuid: b });
     expect(ws.messages.at(-1)?.record?.id).toBe(newest);
     expect(ws.messages.filter((m) => m.type === 'record').length).toBeLessThan(400);
+    ws.close();
+  });
+});
+
+describe.runIf(ON_NODE_TRANSPORT)('WebSocket on the node transport', () => {
+  it('the upgrade passes the same checks, then gets 501 naming transport = uws and the SSE stream', async () => {
+    const wrong = await connectWs(server.port, wsPath('wrong'));
+    expect(wrong.status).toBe(401);
+    expect(JSON.parse(wrong.body)).toMatchObject({ code: 401, data: null });
+    wrong.close();
+    const ws = await connectWs(server.port, wsPath());
+    expect(ws.status).toBe(501);
+    const body = JSON.parse(ws.body);
+    expect(body).toMatchObject({ code: 501, data: null });
+    expect(body.msg).toContain('transport = uws');
+    expect(body.msg).toContain('/api/v1/datacenter/stream');
     ws.close();
   });
 });

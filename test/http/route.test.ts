@@ -1,5 +1,5 @@
 /**
- * The route wrapper on a real uWS app: handlers that throw or reject (before and after an await) answer
+ * The route wrapper on a real server of the test transport (test/support/transport.ts): handlers that throw or reject (before and after an await) answer
  * 500 without a stack and the process lives on; streams respect backpressure and survive clients that
  * go away mid-transfer.
  */
@@ -8,10 +8,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NotFoundError, PushPartlyKeptError, UnavailableError } from '../../src/errors.js';
 import { RawReply, StreamReply } from '../../src/http/reply.js';
 import { PUBLIC, Router } from '../../src/http/router.js';
-import uWS, { type us_listen_socket } from '../../src/http/uws.js';
+import { serveRouter } from '../support/transport.js';
 
 let base: string;
-let socket: us_listen_socket;
+let server: { base: string; close(): void };
 let streamedChunks = 0;
 let streamFinished: 'done' | 'aborted' | 'pending' = 'pending';
 
@@ -56,16 +56,12 @@ beforeAll(async () => {
       }),
     );
   });
-  const app = uWS.App();
-  router.attach(app);
-  socket = await new Promise((resolve, reject) =>
-    app.listen('127.0.0.1', 0, (s) => (s === false ? reject(new Error('listen')) : resolve(s))),
-  );
-  base = `http://127.0.0.1:${uWS.us_socket_local_port(socket)}`;
+  server = await serveRouter(router);
+  base = server.base;
 });
 
 afterAll(() => {
-  uWS.us_listen_socket_close(socket);
+  server.close();
 });
 
 describe('route wrapper', () => {

@@ -2,12 +2,15 @@
  * Limits and static files over a real socket: URL length (414), header block (uWS's 431), body size (413
  * from Content-Length and while streaming), max_connections (503 + Retry-After to the connection over the
  * limit, the others unaffected), HEAD without a body, UI files (no traversal, content types, nosniff,
- * CSP), and uWS's fixed idle timeout (measured: about 10 s, also for a client trickling header bytes).
+ * CSP), and uWS's fixed idle timeout (measured: about 10 s, also for a client trickling header bytes),
+ * which the node transport keeps too. On node:http, the protocol edges node's parser refuses get the
+ * JSON envelope.
  */
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, raw } from '../support/client.js';
 import { ADMIN, type TestService, startService } from '../support/service.js';
+import { ON_NODE_TRANSPORT } from '../support/transport.js';
 
 let svc: TestService;
 
@@ -45,7 +48,7 @@ describe('request limits', () => {
     expect(r.body).toMatchObject({ code: 414, data: null });
   });
 
-  it('header block over 80 KiB: uWS answers 431 itself and closes; the server lives on', async () => {
+  it('header block over 80 KiB or over 100 lines: 431 before any route; the server lives on', async () => {
     const r = await exchange(`GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(90_000)}\r\n\r\n`);
     expect(r.text).toMatch(/^HTTP\/1\.1 431 /);
     const many = Array.from({ length: 300 }, (_, i) => `X-H${i}: v\r\n`).join('');
@@ -72,6 +75,21 @@ describe('request limits', () => {
     expect(first).toMatch(/Content-Length: \d+\r\n/);
     expect(first.endsWith('\r\n\r\n')).toBe(true);
     expect(second).toMatch(/^HTTP\/1\.1 200 /);
+  });
+});
+
+describe.runIf(ON_NODE_TRANSPORT)('protocol edges on node:http (uWS answers them itself, or not at all)', () => {
+  it.each([
+    ['HTTP/1.1 without Host', 'GET /healthz HTTP/1.1\r\n\r\n', 400, 'no Host header'],
+    ['Transfer-Encoding with Content-Length', 'POST /api/v1/schema/create HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n0\r\n\r\n', 400, 'not valid HTTP/1.1'],
+    ['a raw byte over 0x7F in the query', Buffer.from('GET /healthz?a=\u00e9 HTTP/1.1\r\nHost: x\r\n\r\n', 'latin1'), 400, 'not valid HTTP/1.1'],
+  ] as const)('%s: the envelope, then closed', async (_name, request, status, msg) => {
+    const r = await exchange(request);
+    expect(r.text).toMatch(new RegExp(`^HTTP/1\\.1 ${status} `));
+    expect(r.text).toMatch(/Content-Type: application\/json; charset=utf-8\r\n/);
+    expect(r.text).toContain(`"code":${status}`);
+    expect(r.text).toContain(msg);
+    expect(r.closed).toBe(true);
   });
 });
 
@@ -149,7 +167,7 @@ describe('static files', () => {
   });
 });
 
-describe('idle connections (uWS fixes the HTTP idle timeout at 10 s, checked every 4 s)', () => {
+describe('idle connections (uWS fixes the HTTP idle timeout at 10 s, checked every 4 s; node:http set alike)', () => {
   it('silent, kept-alive and header-trickling connections are closed after about 10 s', async () => {
     const watch = (start: (s: net.Socket) => void): Promise<number> =>
       new Promise((resolve) => {

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UnavailableError } from '../../src/errors.js';
 import { RawReply } from '../../src/http/reply.js';
 import { PUBLIC, Router } from '../../src/http/router.js';
-import uWS, { type us_listen_socket } from '../../src/http/uws.js';
+import { serveRouter } from '../support/transport.js';
 import { LatencyHistogram } from '../../src/store/latency.js';
 import { admin, bearer, publishedModel, raw } from '../support/client.js';
 import { ADMIN, type TestService, SECRET, startService } from '../support/service.js';
@@ -99,7 +99,7 @@ describe('fsync latency histogram (store)', () => {
 });
 
 describe('log levels', () => {
-  let socket: us_listen_socket;
+  let server: { base: string; close(): void };
   let base: string;
   const lines: Array<Record<string, any>> = [];
 
@@ -120,12 +120,10 @@ describe('log levels', () => {
       g.get('/bug', () => { throw new TypeError('internal detail xyz'); });
       g.get('/busy', () => { throw new UnavailableError('queue full', 2); });
     });
-    const app = uWS.App();
-    router.attach(app);
-    socket = await new Promise((resolve, reject) => app.listen('127.0.0.1', 0, (s) => (s === false ? reject(new Error('listen')) : resolve(s))));
-    base = `http://127.0.0.1:${uWS.us_socket_local_port(socket)}`;
+    server = await serveRouter(router);
+    base = server.base;
   });
-  afterAll(() => uWS.us_listen_socket_close(socket));
+  afterAll(() => server.close());
 
   it('4xx at debug, 503 at warn, a bug at error with its stack in the log and not in the answer', async () => {
     const bad = await fetch(`${base}/api/nothing`);

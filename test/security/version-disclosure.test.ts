@@ -3,13 +3,15 @@
  * Server / X-Powered-By header), `/healthz` shows the service version only to the metrics or admin
  * token, and no unauthenticated route (UI files, 404s, API errors) names a version. The HTML pages uWS
  * writes itself for requests it refuses before routing still name "uWebSockets/20": pinned here so a
- * change of the library shows up (docs/security.md, "Version disclosure").
+ * change of the library shows up (docs/security.md, "Version disclosure"). On the node transport those
+ * requests get our JSON envelope instead, which names no software.
  */
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SERVICE_VERSION } from '../../src/http/server.js';
 import { bearer, raw, type RawAnswer, type RawRequest } from '../support/client.js';
 import { ADMIN, SECRET, type TestService, startService } from '../support/service.js';
+import { ON_NODE_TRANSPORT } from '../support/transport.js';
 
 const METRICS_TOKEN = 'metrics-token-0123456789';
 
@@ -93,19 +95,33 @@ describe('version disclosure', () => {
     expect(basic.body.data.version).toBeUndefined();
   });
 
-  it("uWS's own pages for requests refused before routing still name uWebSockets/20 (documented, not removable at run time)", async () => {
-    const ask = (text: string): Promise<string> =>
-      new Promise((resolve, reject) => {
-        const socket = net.connect(svc.port, '127.0.0.1', () => socket.write(text));
-        let out = '';
-        socket.on('data', (d: Buffer) => (out += d.toString('latin1')));
-        socket.on('close', () => resolve(out));
-        socket.on('error', reject);
-      });
+  const ask = (text: string): Promise<string> =>
+    new Promise((resolve, reject) => {
+      const socket = net.connect(svc.port, '127.0.0.1', () => socket.write(text));
+      let out = '';
+      socket.on('data', (d: Buffer) => (out += d.toString('latin1')));
+      socket.on('close', () => resolve(out));
+      socket.on('error', reject);
+    });
+
+  it.skipIf(ON_NODE_TRANSPORT)("uWS's own pages for requests refused before routing still name uWebSockets/20 (documented, not removable at run time; uWS only)", async () => {
     const http10 = await ask('GET /healthz HTTP/1.0\r\n\r\n');
     expect(http10).toMatch(/^HTTP\/1\.1 505 /);
     expect(http10).toContain('uWebSockets/20 Server');
     expect(http10).not.toContain(SERVICE_VERSION);
     expect(http10.toLowerCase()).not.toContain('uwebsockets: 20');
+  });
+
+  it.runIf(ON_NODE_TRANSPORT)('on node:http, requests the parser refuses get a JSON envelope that names no software', async () => {
+    const garbage = await ask('GET /healthz HTTP/1.1\r\nHost x\r\n\r\n');
+    expect(garbage).toMatch(/^HTTP\/1\.1 400 /);
+    expect(garbage).toContain('"code":400');
+    const huge = await ask(`GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(90_000)}\r\n\r\n`);
+    expect(huge).toMatch(/^HTTP\/1\.1 431 /);
+    for (const answer of [garbage, huge]) {
+      expect(answer).toMatch(/Content-Type: application\/json/);
+      expect(answer.toLowerCase()).not.toMatch(/uwebsockets|node|server:|x-powered-by/);
+      expect(answer).not.toContain(SERVICE_VERSION);
+    }
   });
 });

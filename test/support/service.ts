@@ -13,6 +13,7 @@ import { loadConfig } from '../../src/config/index.js';
 import type { Config } from '../../src/config/types.js';
 import type { ModelRegistry } from '../../src/models/registry.js';
 import { type RunningService, startService as startRealService } from '../../src/server.js';
+import { TEST_TRANSPORT } from './transport.js';
 
 export const SECRET = 's3cret-one';
 /** A second data secret with characters that must be percent-encoded in a URL. */
@@ -49,7 +50,10 @@ export interface TestService {
   close(): Promise<void>;
 }
 
-/** Writes `<new temp dir>/test.ini`: data dir inside, the test credentials, loopback port 0, sync none, one worker. */
+/**
+ * Writes `<new temp dir>/test.ini`: data dir inside, the test credentials, loopback port 0, the test
+ * transport (test/support/transport.ts), sync none, one worker.
+ */
 export async function writeTestConfig(options: Pick<ServiceOptions, 'ini' | 'secrets'> = {}): Promise<{ dir: string; file: string }> {
   const dir = await mkdtemp(join(tmpdir(), 'edc-test-'));
   const file = join(dir, 'test.ini');
@@ -61,7 +65,7 @@ export async function writeTestConfig(options: Pick<ServiceOptions, 'ini' | 'sec
       `admin_token = ${ADMIN}`,
       'log_level = silent',
     ],
-    'plugin.http_server': ['host = 127.0.0.1', 'port = 0'],
+    'plugin.http_server': ['host = 127.0.0.1', 'port = 0', `transport = ${TEST_TRANSPORT}`],
     store: ['sync = none'],
     scripts: ['workers = 1'],
   };
