@@ -3,7 +3,7 @@
 import { h, mount } from './dom.js';
 import { del } from './api.js';
 import { confirmDialog, redrawView } from './ui.js';
-import { reloadModel } from './state.js';
+import { reloadModelAfterAction } from './state.js';
 import { attributeForm } from './attribute-form.js';
 
 function ruleText(a) {
@@ -45,12 +45,12 @@ export function renderAttributesTab(body, m) {
           : 'The model is a draft, so nothing is stored yet.' }),
         confirmLabel: 'Delete', danger: true, action: () => del('schema/properties/del', { uuid: a.uuid }),
       });
-      if (ok) { await reloadModel(m.uuid).catch(() => {}); redrawView(); }
+      if (ok) { await reloadModelAfterAction(m.uuid); redrawView(); }
     });
     return b;
   }
   function openForm(a) {
-    mount(formHost, attributeForm(m, a, async () => { await reloadModel(m.uuid).catch(() => {}); redrawView(); }, () => { mount(formHost); addBtn.focus(); }));
+    mount(formHost, attributeForm(m, a, async () => { await reloadModelAfterAction(m.uuid); redrawView(); }, () => { mount(formHost); addBtn.focus(); }));
     const first = formHost.querySelector('input,select');
     if (first) first.focus();
   }

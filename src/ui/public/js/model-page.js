@@ -3,7 +3,7 @@
 import { h, mount, copyButton } from './dom.js';
 import { post, del, messageOf } from './api.js';
 import { notify, confirmDialog, redrawView } from './ui.js';
-import { reloadModel, findModel, removeModel } from './state.js';
+import { reloadModel, reloadModelAfterAction, findModel, removeModel } from './state.js';
 import { renderAttributesTab } from './attributes.js';
 import { renderDataTab } from './data.js';
 import { renderRequestTab, renderScriptTab } from './request.js';
@@ -54,7 +54,7 @@ function modelActions(m) {
         action: () => post('schema/publish', undefined, { uuid: m.uuid }),
       });
       if (ok) {
-        await reloadModel(m.uuid).catch(() => {});
+        await reloadModelAfterAction(m.uuid);
         notify(`"${m.name}" is published.`, 'ok');
         redrawView();
       }
@@ -70,7 +70,7 @@ function modelActions(m) {
         confirmLabel: 'Delete the data and return to draft', danger: true, typeToConfirm: m.name,
         action: () => post('schema/fix', undefined, { uuid: m.uuid, confirm: 'true' }),
       });
-      if (ok) { await reloadModel(m.uuid).catch(() => {}); notify(`"${m.name}" is a draft again.`, 'ok'); redrawView(); }
+      if (ok) { await reloadModelAfterAction(m.uuid); notify(`"${m.name}" is a draft again.`, 'ok'); redrawView(); }
     });
     out.push(fix);
   }

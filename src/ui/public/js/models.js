@@ -3,7 +3,7 @@
 import { h, mount, field, setFieldError, uid } from './dom.js';
 import { get, post, messageOf } from './api.js';
 import { notify, statusLine, busy } from './ui.js';
-import { state, loadModels } from './state.js';
+import { state, loadModelsAfterAction } from './state.js';
 import { restoreForm } from './transfers.js';
 
 // ---------------------------------------------------------------------------------------------------
@@ -134,7 +134,7 @@ export async function renderNewModel({ main }) {
           notify(`The model was created, but applying the template failed: ${messageOf(ex)}`, 'error');
         }
       }
-      await loadModels().catch(() => {});
+      await loadModelsAfterAction();
       notify(`Model "${n}" created.`, 'ok');
       location.hash = `#/models/${uuid}/attributes`;
     }, status);

@@ -4,7 +4,7 @@ import { h, mount, field, setFieldError, fmtBytes, fmtLocal } from './dom.js';
 import { get, put, messageOf } from './api.js';
 import { statusLine, busy, notify, redrawView } from './ui.js';
 import { backupPanel } from './transfers.js';
-import { reloadModel } from './state.js';
+import { reloadModelAfterAction } from './state.js';
 
 const LIMITS = [
   ['maxRecords', 'Keep at most (records)', 'records'],
@@ -102,7 +102,7 @@ export async function renderStorageTab(body, m) {
   // outcome as a notice (the panel's own line goes with the old view).
   const onRestored = async (r, message) => {
     if (r.uuid !== m.uuid) return;
-    await reloadModel(m.uuid).catch(() => {});
+    await reloadModelAfterAction(m.uuid);
     notify(message, 'ok');
     redrawView();
   };
