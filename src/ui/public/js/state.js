@@ -1,5 +1,6 @@
 // Shared, cached server state: the data models with their attributes. Views subscribe to changes.
 import { get, listOf } from './api.js';
+import { notifyError } from './ui.js';
 
 /** @typedef {{uuid:string,name:string,label:string,type:string,rw:string,unit:string,description:string,rule:any}} Attr */
 /** @typedef {{uuid:string,name:string,description:string,published:boolean,attributes:Attr[]}} Model */
@@ -44,6 +45,32 @@ export async function reloadModel(uuid) {
   if (i >= 0) state.models[i] = m; else state.models.push(m);
   emit();
   return m;
+}
+
+/**
+ * After an action that succeeded, reload what it changed. A failed reload would leave the page showing
+ * the data from before the action without a word, so it is shown as an error naming what could not be
+ * reloaded, and not thrown: the action did happen, and the caller goes on to say so. A 401 is left to
+ * the sign-out it already causes.
+ */
+async function reloadAfterAction(what, reload) {
+  try {
+    return await reload();
+  } catch (e) {
+    if (!(e && e.status === 401)) notifyError(e, `Reloading ${what} failed`);
+    return undefined;
+  }
+}
+
+/** reloadModel after an action on the model; a failure is shown, not thrown. */
+export function reloadModelAfterAction(uuid) {
+  const m = findModel(uuid);
+  return reloadAfterAction(m ? `the model "${m.name}"` : `model ${uuid}`, () => reloadModel(uuid));
+}
+
+/** loadModels after an action that adds or changes models; a failure is shown, not thrown. */
+export function loadModelsAfterAction() {
+  return reloadAfterAction('the data models', loadModels);
 }
 
 export function findModel(uuid) { return state.models.find((m) => m.uuid === uuid); }

@@ -2,9 +2,9 @@
 // backup and restore (contract 15, transfers.js) and its fleet uplink state (contract 17).
 import { h, mount, field, setFieldError, fmtBytes, fmtLocal } from './dom.js';
 import { get, put, messageOf } from './api.js';
-import { statusLine, busy, notify } from './ui.js';
+import { statusLine, busy, notify, redrawView } from './ui.js';
 import { backupPanel } from './transfers.js';
-import { reloadModel } from './state.js';
+import { reloadModelAfterAction } from './state.js';
 
 const LIMITS = [
   ['maxRecords', 'Keep at most (records)', 'records'],
@@ -102,9 +102,9 @@ export async function renderStorageTab(body, m) {
   // outcome as a notice (the panel's own line goes with the old view).
   const onRestored = async (r, message) => {
     if (r.uuid !== m.uuid) return;
-    await reloadModel(m.uuid).catch(() => {});
+    await reloadModelAfterAction(m.uuid);
     notify(message, 'ok');
-    window.dispatchEvent(new HashChangeEvent('hashchange'));
+    redrawView();
   };
   mount(body,
     h('section', { class: 'panel', 'aria-labelledby': 'usage-title' }, h('h2', { id: 'usage-title', text: 'Usage' }), usage, diskLine(d.disk)),

@@ -5,7 +5,7 @@ import { receive, saveAs } from './download.js';
 import { h, fmtBytes, uid } from './dom.js';
 import { get, rawFetch, uploadFile, messageOf } from './api.js';
 import { confirmDialog, statusLine } from './ui.js';
-import { findModel, loadModels } from './state.js';
+import { findModel, loadModelsAfterAction } from './state.js';
 
 const BACKUP_FORMAT = 'edge-datacenter-backup/1';
 /** The header line of a backup is read from the file's start to show what a restore replaces. */
@@ -125,7 +125,7 @@ export function restoreForm(onRestored) {
       const { go: ok, replace } = await confirmRestore(header, file);
       if (!ok) { c.status.info('Restore not started: nothing was changed.'); return; }
       const r = await c.send('datacenter/restore', replace ? { replace: 'true' } : undefined, file);
-      await loadModels().catch(() => {});
+      await loadModelsAfterAction();
       const message = `Restored ${r.records} record${r.records === 1 ? '' : 's'} into model "${r.name}" (${r.uuid}); the next record gets id ${r.nextId}.`;
       c.status.ok(message);
       c.input.value = '';

@@ -1,4 +1,4 @@
-// Notifications and confirmation dialogs.
+// Notifications, confirmation dialogs and redrawing the current view.
 import { h, uid } from './dom.js';
 import { messageOf } from './api.js';
 
@@ -20,6 +20,9 @@ export function notifyError(e, what) {
   if (e && e.name === 'AbortError') return;
   notify(what ? `${what}: ${messageOf(e)}` : messageOf(e), 'error');
 }
+
+/** Draw the current view again, from the cached state: after an action that changed what it shows. */
+export function redrawView() { window.dispatchEvent(new HashChangeEvent('hashchange')); }
 
 /** An inline status/error line inside a panel. */
 export function statusLine() {
