@@ -113,7 +113,9 @@ async function delaysFor(ini: string, args: string[]): Promise<number[]> {
   const r = runCli(ini, args);
   expect(r.status, r.stderr).toBe(0);
   const ms = performance.now() - t;
-  return [0.15, 0.35, 0.55, 0.7, 0.8, 0.88, 0.93, 0.97, 1.0, 1.5].map((f) => Math.round(ms * f));
+  // The last round is never killed in practice (20x the probe): under a load that grows after the probe,
+  // every other round may be killed before the commit, and a whole run must still give the new data.
+  return [0.15, 0.35, 0.55, 0.7, 0.8, 0.88, 0.93, 0.97, 1.0, 1.5, 20].map((f) => Math.round(ms * f));
 }
 
 describe('kill -9 during restore and import', () => {
