@@ -114,7 +114,8 @@ export const CONFIG_KEYS: readonly KeySpec[] = [
   {
     section: 'plugin.http_server', key: 'idle_timeout_s',
     target: ['http', 'idleTimeoutS'], kind: 'int', min: 1, max: 3600, default: 60,
-    help: 'Seconds an idle keep-alive connection stays open.',
+    help: 'Accepted for compatibility, not applied: an idle keep-alive connection closes after 10 s\n'
+      + '(fixed by uWebSockets.js; the node transport keeps the same 10 s).',
   },
   {
     section: 'plugin.http_server', key: 'max_connections',

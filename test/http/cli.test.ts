@@ -31,6 +31,8 @@ describe('cli', () => {
     expect(r.stdout).toBe(defaultConfigText());
     expect(r.stdout).toContain('[plugin.http_server]');
     expect(r.stdout).toContain('dataschema_secrets');
+    // D15: a key that is accepted but not applied says so where it is set.
+    expect(r.stdout).toMatch(/; Accepted for compatibility, not applied: an idle keep-alive connection closes after 10 s\n; [^\n]*\nidle_timeout_s = 60\n/);
   });
 
   it('usage errors exit 2', () => {
