@@ -9,10 +9,10 @@ import { AGGREGATE_BUCKETS_MAX } from '../store/aggregate.js';
 import type { FieldStats } from '../store/stats-table.js';
 import type { RecordView } from '../store/types.js';
 import type { RegistryView } from './deps.js';
-import { formatRecord, spacedSeconds } from './format.js';
+import { ENVELOPE_HEADERS, latestJson } from './latest-answer.js';
 import { badParameter, listParam, quote, required, selectFields, type QueryParams } from './params.js';
 import { publishedModel } from './query-routes.js';
-import { JSON_HEADERS, RawReply } from './reply.js';
+import { RawReply } from './reply.js';
 import type { Guard, Router } from './router.js';
 import { instant, intervalMs } from './time-params.js';
 
@@ -24,29 +24,12 @@ const NUMERIC_TYPES = new Set(['INTEGER', 'FLOAT']);
 const BUCKET_KEYS = new Set(['start', 'count']);
 export const BATCH_MODELS_MAX = 100;
 
-const ENVELOPE_HEADERS = Object.fromEntries(JSON_HEADERS);
-/**
- * The JSON of a latest record, kept while the store hands out the same frozen view (until the model's
- * next write): a page of tiles polls the same records many times, and serialising them was most of a
- * batch call's cost.
- */
-const latestJsonCache = new WeakMap<RecordView, string>();
-
 /**
  * Whole answers of recent batch calls, by models and select: valid while every model hands out the same
  * views, so a page of tiles polled faster than its models change costs 100 lookups, not a new body.
  */
 const batchBodies = new Map<string, { records: Array<RecordView | undefined>; body: Buffer }>();
 const BATCH_BODIES_MAX = 64;
-
-function latestJson(record: RecordView): string {
-  let json = latestJsonCache.get(record);
-  if (json === undefined) {
-    json = JSON.stringify(formatRecord(record, spacedSeconds));
-    latestJsonCache.set(record, json);
-  }
-  return json;
-}
 
 function functions(query: QueryParams): AggregateFunction[] {
   const names = listParam(query, 'fn').map((f) => f.toLowerCase());

@@ -5,7 +5,8 @@
  */
 import { StateError } from '../errors.js';
 import type { RegistryView } from './deps.js';
-import { formatRecord, isoSeconds, spacedSeconds } from './format.js';
+import { formatRecord, isoSeconds } from './format.js';
+import { latestAnswer } from './latest-answer.js';
 import { pageCurrent, pageOrder, pageSize, required, selectFields } from './params.js';
 import type { Guard, Router } from './router.js';
 import { timeRange } from './time-params.js';
@@ -39,8 +40,7 @@ export function addQueryRoutes(router: Router, registry: RegistryView, dataSecre
       const uuid = required(query, 'uuid');
       const model = publishedModel(registry, uuid);
       const select = selectFields(query, model);
-      const record = registry.log(uuid).latest(select);
-      return record === undefined ? {} : formatRecord(record, spacedSeconds);
+      return latestAnswer(registry.log(uuid).latest(select));
     });
   });
 }

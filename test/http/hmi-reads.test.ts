@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { checkRecord } from '../../src/models/record-check.js';
 import { call, query } from '../support/client.js';
-import { startService, type TestService } from '../support/service.js';
+import { SECRET, startService, type TestService } from '../support/service.js';
 
 let server: TestService;
 let base: string;
@@ -237,5 +237,33 @@ describe('queryLastDataBatch (contract 12)', () => {
     expect((await batch('uuid=')).status).toBe(400);
     expect((await batch(`uuid=${main}&select=nope`)).status).toBe(400);
     expect((await call(base, `/api/v1/datacenter/queryLastDataBatch?uuid=${main}`, { token: null })).status).toBe(401);
+  });
+});
+
+describe('queryLastData answers kept between writes', () => {
+  const last = (uuid: string, select = '') => query(base, `/api/v1/datacenter/queryLastData?uuid=${uuid}${select}`);
+
+  it('follow every save, update-last, select, attribute change and clear, with the headers of any JSON answer', async () => {
+    const uuid = await createModel('kept', [{ name: 'temp', type: 'FLOAT' }, { name: 'n', type: 'INTEGER' }]);
+    expect((await last(uuid)).body).toEqual({ code: 200, msg: 'Success', data: {} });
+    saveAt(uuid, T0, { temp: 1.5, n: 1 });
+    expect((await last(uuid)).body.data).toEqual({ id: 1, create_at: '2026-11-22 10:00:00', temp: 1.5, n: 1 });
+    expect((await last(uuid, '&select=n')).body.data).toEqual({ n: 1 });
+    server.registry.log(uuid).updateLast({ n: 2 });
+    expect((await last(uuid)).body.data).toMatchObject({ id: 1, n: 2 });
+    expect((await last(uuid, '&select=n')).body.data).toEqual({ n: 2 });
+    saveAt(uuid, T0 + 1000, { temp: 2.5, n: 3 });
+    expect((await last(uuid)).body.data).toEqual({ id: 2, create_at: '2026-11-22 10:00:01', temp: 2.5, n: 3 });
+    const added = await call(base, '/api/v1/schema/properties/create', { method: 'POST', body: { schemaId: uuid, name: 'on', type: 'BOOL' } });
+    expect(added.status, added.text).toBe(200);
+    expect((await last(uuid)).body.data).toEqual({ id: 2, create_at: '2026-11-22 10:00:01', temp: 2.5, n: 3, on: false });
+    const r = await fetch(`${base}/api/v1/datacenter/queryLastData?uuid=${uuid}`, { headers: { 'X-Api-Secret': SECRET } });
+    expect(r.status).toBe(200);
+    expect(r.headers.get('access-control-allow-origin')).toBe('*');
+    expect(r.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    expect(r.headers.get('cache-control')).toBe('no-store');
+    expect(JSON.parse(await r.text())).toMatchObject({ code: 200, data: { id: 2 } });
+    await server.registry.log(uuid).clear();
+    expect((await last(uuid)).body.data).toEqual({});
   });
 });
