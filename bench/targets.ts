@@ -79,7 +79,7 @@ export function runWrk(url: string, connections: number, seconds: number): Load 
   return parseWrk(result.stdout);
 }
 
-const TICKS_PER_S = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
+const TICKS_PER_S = Number((spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout ?? '').trim()) || 100;
 
 /** User + system CPU time of a process and all its threads so far, in ms (10 ms resolution). */
 export function processCpuMs(pid: number): number {
