@@ -150,7 +150,7 @@ async function redis(): Promise<Ingest> {
     };
     const result = await ingest('redis', job, [server.pid, target.child.pid!], async () => (await settledDisk([server.dir], 1500)) - empty);
     const memoryPerRecord = ((await server.usedMemory()) - memoryBefore) / (WARM_UP_RECORDS + records);
-    return { ...result, note: `Redis used_memory per record: ${memoryPerRecord.toFixed(1)} B` };
+    return { ...result, note: `used_memory per record: ${memoryPerRecord.toFixed(1)} B` };
   } finally {
     await stopChild(target.child);
     await server.stop();

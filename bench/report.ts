@@ -77,7 +77,7 @@ function markdownTable(figures: readonly Figure[], baselineName: string): string
     const cells = [f.name, `${formatNumber(f.value)} ${f.unit}`, base, ratio === undefined ? '–' : `${ratio.toFixed(1)}x`];
     return `| ${[...cells, ...peers.map((p) => peerCell(f, p)), f.target ?? ''].join(' | ')} |`;
   });
-  const header = ['figure', 'edge-datacenter', baselineName, 'ratio', ...peers.map((p) => `${p} (ours x better)`), 'target'];
+  const header = ['figure', 'edge-datacenter', baselineName, 'ratio', ...peers.map((p) => `${p} (x: ours better by)`), 'target'];
   return [`| ${header.join(' | ')} |`, `|${header.map(() => '---|').join('')}`, ...rows].join('\n');
 }
 

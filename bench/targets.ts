@@ -55,6 +55,8 @@ export async function stopChild(child: ChildProcess): Promise<void> {
 }
 
 export interface Load {
+  /** Requests answered in the run. */
+  requests: number;
   requestsPerS: number;
   p99Ms: number;
   errors: number;
@@ -62,18 +64,22 @@ export interface Load {
 
 export function parseWrk(output: string): Load {
   const rps = /Requests\/sec:\s+([\d.]+)/.exec(output);
+  const requests = /(\d+) requests in/.exec(output);
   const p99 = /\s99%\s+([\d.]+)(us|ms|s)\b/.exec(output);
   const non2xx = /Non-2xx or 3xx responses:\s+(\d+)/.exec(output);
   const socketErrors = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(output);
   if (!rps || !p99) throw new Error(`cannot read wrk output:\n${output}`);
   const scale = p99[2] === 'us' ? 1e-3 : p99[2] === 's' ? 1e3 : 1;
   const errors = Number(non2xx?.[1] ?? 0) + (socketErrors ? socketErrors.slice(1).reduce((n, v) => n + Number(v), 0) : 0);
-  return { requestsPerS: Number(rps[1]), p99Ms: Number(p99[1]) * scale, errors };
+  return { requests: Number(requests?.[1] ?? 0), requestsPerS: Number(rps[1]), p99Ms: Number(p99[1]) * scale, errors };
 }
+
+/** A request slower than this counts as an error (wrk's default is 2 s: deep pages of some peers take longer). */
+export const WRK_TIMEOUT_S = 10;
 
 /** wrk on core 1: one thread, `connections` keep-alive connections, `seconds` long. */
 export function runWrk(url: string, connections: number, seconds: number): Load {
-  const [cmd, cmdArgs] = pinned(1, 'wrk', ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency', url]);
+  const [cmd, cmdArgs] = pinned(1, 'wrk', ['-t1', `-c${connections}`, `-d${seconds}s`, `--timeout`, `${WRK_TIMEOUT_S}s`, '--latency', url]);
   const result = spawnSync(cmd, cmdArgs, { encoding: 'utf8' });
   if (result.status !== 0) throw new Error(`wrk failed: ${result.stderr}`);
   return parseWrk(result.stdout);
