@@ -23,11 +23,26 @@ export interface Figure {
   /** How the ratio reads: higher-is-better ratios divide ours by the baseline, lower-is-better the reverse. */
   better?: 'higher' | 'lower';
   target?: string;
+  /** The same figure for other systems measured in the same run (a column each), by name. */
+  peers?: Record<string, number>;
 }
 
-export function ratioOf(f: Figure): number | undefined {
-  if (f.baseline === undefined || f.baseline === 0 || f.value === 0) return undefined;
-  return f.better === 'lower' ? f.baseline / f.value : f.value / f.baseline;
+export function ratioOf(f: Figure, other = f.baseline): number | undefined {
+  if (other === undefined || other === 0 || f.value === 0) return undefined;
+  return f.better === 'lower' ? other / f.value : f.value / other;
+}
+
+/** The peer columns of a table: every peer name any figure has, in first-seen order. */
+function peerNames(figures: readonly Figure[]): string[] {
+  return [...new Set(figures.flatMap((f) => Object.keys(f.peers ?? {})))];
+}
+
+/** A peer's cell: its value and how many times better ours is, `–` when it was not measured. */
+function peerCell(f: Figure, peer: string): string {
+  const value = f.peers?.[peer];
+  if (value === undefined) return '–';
+  const ratio = ratioOf(f, value);
+  return `${formatNumber(value)} ${f.unit}${ratio === undefined ? '' : ` (${ratio.toFixed(1)}x)`}`;
 }
 
 export function formatNumber(n: number): string {
@@ -38,6 +53,7 @@ export function formatNumber(n: number): string {
 
 export function printTable(title: string, figures: readonly Figure[]): void {
   console.log(`\n${title}`);
+  const peers = peerNames(figures);
   console.table(
     figures.map((f) => {
       const ratio = ratioOf(f);
@@ -46,6 +62,7 @@ export function printTable(title: string, figures: readonly Figure[]): void {
         ours: `${formatNumber(f.value)} ${f.unit}`,
         baseline: f.baseline === undefined ? '' : `${formatNumber(f.baseline)} ${f.unit}`,
         ratio: ratio === undefined ? '' : `${ratio.toFixed(1)}x`,
+        ...Object.fromEntries(peers.map((p) => [p, peerCell(f, p)])),
         target: f.target ?? '',
       };
     }),
@@ -53,12 +70,15 @@ export function printTable(title: string, figures: readonly Figure[]): void {
 }
 
 function markdownTable(figures: readonly Figure[], baselineName: string): string {
+  const peers = peerNames(figures);
   const rows = figures.map((f) => {
     const ratio = ratioOf(f);
     const base = f.baseline === undefined ? '–' : `${formatNumber(f.baseline)} ${f.unit}`;
-    return `| ${f.name} | ${formatNumber(f.value)} ${f.unit} | ${base} | ${ratio === undefined ? '–' : `${ratio.toFixed(1)}x`} | ${f.target ?? ''} |`;
+    const cells = [f.name, `${formatNumber(f.value)} ${f.unit}`, base, ratio === undefined ? '–' : `${ratio.toFixed(1)}x`];
+    return `| ${[...cells, ...peers.map((p) => peerCell(f, p)), f.target ?? ''].join(' | ')} |`;
   });
-  return [`| figure | edge-datacenter | ${baselineName} | ratio | target |`, '|---|---|---|---|---|', ...rows].join('\n');
+  const header = ['figure', 'edge-datacenter', baselineName, 'ratio', ...peers.map((p) => `${p} (x: ours better by)`), 'target'];
+  return [`| ${header.join(' | ')} |`, `|${header.map(() => '---|').join('')}`, ...rows].join('\n');
 }
 
 /**
@@ -78,6 +98,7 @@ export async function writeResults(
     if (f.baseline !== undefined) flat[`${f.name} (baseline)`] = f.baseline;
     const ratio = ratioOf(f);
     if (ratio !== undefined) flat[`${f.name} (ratio)`] = Number(ratio.toFixed(2));
+    for (const [peer, value] of Object.entries(f.peers ?? {})) flat[`${f.name} (${peer})`] = value;
   }
   const resultsPath = join(repoRoot, 'bench', 'results', `${key}.json`);
   await mkdir(dirname(resultsPath), { recursive: true });
