@@ -7,7 +7,7 @@ import type { Config } from '../config/types.js';
 import type { ModelRegistry } from '../models/registry.js';
 import { InflightBudget } from './budget.js';
 import { CursorBook } from './cursors.js';
-import { NatsLink, type Publisher } from './nats-link.js';
+import type { NatsLink, Publisher } from './nats-link.js';
 import { Shipper, type ShippedLog, type ShipperStatus } from './shipper.js';
 import type { ModelLog } from '../store/model-log.js';
 
@@ -71,7 +71,7 @@ export class Uplink {
     const cursors = await CursorBook.open(o.dataDir, c.gatewayId, (m) => o.log.warn(`uplink: ${m}`));
     const link =
       o.link ??
-      new NatsLink({
+      new (await import('./nats-link.js')).NatsLink({
         servers: c.servers,
         credentials: c.credentials,
         gateway: c.gatewayId,

@@ -1,0 +1,61 @@
+/**
+ * What `serve` loads (issue 15, memory on small gateways): the NATS client (about 10 MiB) only when the
+ * uplink ships, nothing of the offline commands. A real process, with a module hook that lists every
+ * module it resolves.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+
+const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
+const HOOK = fileURLToPath(new URL('../support/record-imports.mjs', import.meta.url));
+
+let dir: string | undefined;
+afterEach(async () => {
+  if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+  dir = undefined;
+});
+
+/** Starts `serve` with `extraIni`, waits until it listens, stops it; the modules it resolved. */
+async function modulesOfServe(extraIni: string): Promise<string[]> {
+  dir = await mkdtemp(join(tmpdir(), 'edc-lazy-'));
+  const ini = join(dir, 'gw.ini');
+  const log = join(dir, 'imports.log');
+  await writeFile(ini, `[main]\ndata_dir = ${join(dir, 'data')}\n[plugin.http_server]\nhost = 127.0.0.1\nport = 0\n${extraIni}`);
+  const child = spawn(process.execPath, ['--import', HOOK, CLI, 'serve', '--config', ini], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, IMPORTS_LOG: log },
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  let out = '';
+  let err = '';
+  child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+  const listening = await new Promise<boolean>((resolve) => {
+    child.stdout.on('data', (c: Buffer) => {
+      out += c.toString();
+      if (/listening on http:\/\/127\.0\.0\.1:\d+/.test(out)) resolve(true);
+    });
+    void exited.then(() => resolve(false));
+  });
+  child.kill('SIGTERM');
+  await exited;
+  expect(listening, err).toBe(true);
+  return (await readFile(log, 'utf8')).split('\n').filter((l) => l.length > 0);
+}
+
+describe('serve loads what it uses', () => {
+  it('no NATS client and no offline command while the uplink is off (the default)', async () => {
+    const modules = await modulesOfServe('');
+    expect(modules.some((m) => m.endsWith('/dist/server.js')), 'the hook saw the service').toBe(true);
+    expect(modules.filter((m) => /@nats-io|\/uplink\/(uplink|nats-link)\.js$/.test(m))).toEqual([]);
+    expect(modules.filter((m) => /cli-transfers|cli-progress/.test(m))).toEqual([]);
+  }, 30_000);
+
+  it('the NATS client once the uplink ships', async () => {
+    const modules = await modulesOfServe('[uplink]\nengine = nats\nservers = nats://127.0.0.1:1\ngateway_id = lazy\n');
+    expect(modules.some((m) => m.includes('@nats-io/transport-node'))).toBe(true);
+  }, 30_000);
+});
