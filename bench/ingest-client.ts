@@ -5,7 +5,8 @@
  * clock starts, so the figure is the server's.
  * Usage: node ingest-client.js '<job JSON>'
  */
-import { Agent, request } from 'node:http';
+import { Agent } from 'node:http';
+import { postBody } from './http-post.js';
 import { lineOf } from './peers/influx.js';
 import { sensorRecord } from './records.js';
 
@@ -43,20 +44,8 @@ async function run(job: IngestJob): Promise<IngestResult> {
   }
   const agent = new Agent({ keepAlive: true, maxSockets: job.connections });
   const url = new URL(job.url);
-  const post = (data: Buffer): Promise<{ status: number; text: string }> =>
-    new Promise((resolve, reject) => {
-      const req = request(
-        { host: url.hostname, port: url.port, path: url.pathname + url.search, method: 'POST', agent, headers: { ...job.headers, 'Content-Length': data.length } },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
-          res.on('error', reject);
-        },
-      );
-      req.on('error', reject);
-      req.end(data);
-    });
+  const target = { host: url.hostname, port: url.port, path: url.pathname + url.search };
+  const post = (data: Buffer) => postBody(agent, target, job.headers, data);
   const latencies: number[] = [];
   let next = 0;
   let failed = 0;

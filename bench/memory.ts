@@ -13,12 +13,13 @@
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { Agent, request } from 'node:http';
+import { Agent } from 'node:http';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { CONFIG_KEYS, type IntKey } from '../src/config/keys.js';
+import { postBody } from './http-post.js';
 import { printTable, repoRoot, writeResults, type Figure } from './report.js';
 
 const ADMIN = 'bench-admin-token-0123456789abcdef';
@@ -67,19 +68,7 @@ interface LoadResult {
 }
 
 function post(agent: Agent, port: number, path: string, token: string, body: Buffer): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      { host: '127.0.0.1', port, path, method: 'POST', agent, headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/x-ndjson', 'Content-Length': body.length } },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
-        res.on('error', reject);
-      },
-    );
-    req.on('error', reject);
-    req.end(body);
-  });
+  return postBody(agent, { host: '127.0.0.1', port, path }, { Authorization: `Bearer ${token}`, 'Content-Type': 'application/x-ndjson' }, body);
 }
 
 /** Pushes of recordsPerS / PUSHES_PER_S lines every 1 / PUSHES_PER_S s, on up to 8 connections. */

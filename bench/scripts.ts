@@ -10,7 +10,7 @@
  */
 import { fork } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { Agent, request } from 'node:http';
+import { Agent } from 'node:http';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -22,6 +22,7 @@ import { ScriptPool } from '../src/scripts/pool.js';
 import type { RunTask } from '../src/scripts/protocol.js';
 import { startService } from '../src/server.js';
 import { Store } from '../src/store/index.js';
+import { postBody } from './http-post.js';
 import { printTable, repoRoot, writeResults, type Figure } from './report.js';
 
 const ADMIN = 'bench-admin-token-0123456789abcdef';
@@ -70,27 +71,8 @@ async function runClient(job: ClientJob): Promise<ClientResult> {
   const bodies = Array.from({ length: 16 }, (_, b) =>
     Buffer.from(Array.from({ length: job.single ? 1 : job.lines }, (_, i) => payload(b * job.lines + i)).join('\n')),
   );
-  const post = (body: Buffer): Promise<{ status: number; text: string }> =>
-    new Promise((resolve, reject) => {
-      const req = request(
-        {
-          host: '127.0.0.1',
-          port: job.port,
-          path,
-          method: 'POST',
-          agent,
-          headers: { Authorization: `Bearer ${job.token}`, 'Content-Type': 'application/x-ndjson', 'Content-Length': body.length },
-        },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
-          res.on('error', reject);
-        },
-      );
-      req.on('error', reject);
-      req.end(body);
-    });
+  const headers = { Authorization: `Bearer ${job.token}`, 'Content-Type': 'application/x-ndjson' };
+  const post = (body: Buffer) => postBody(agent, { host: '127.0.0.1', port: job.port, path }, headers, body);
   const result: ClientResult = { accepted: 0, failed: 0, rejected: 0, seconds: 0, latenciesMs: [] };
   const started = performance.now();
   const deadline = started + job.seconds * 1000;
