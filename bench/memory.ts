@@ -11,7 +11,7 @@
  * Linux only (reads /proc). Usage: npm run bench:memory [-- --rate 10000 --load-seconds 20 --idle-seconds 30
  *   --node-options='...' (NODE_OPTIONS of the service, to compare V8 flags; none by default)]
  */
-import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { Agent } from 'node:http';
 import { loadavg, tmpdir } from 'node:os';
@@ -20,6 +20,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { CONFIG_KEYS, type IntKey } from '../src/config/keys.js';
 import { postBody } from './http-post.js';
+import { runInChild, serveChildJob } from './child-job.js';
 import { printTable, repoRoot, writeResults, type Figure } from './report.js';
 
 const ADMIN = 'bench-admin-token-0123456789abcdef';
@@ -109,19 +110,7 @@ async function runLoad(job: LoadJob): Promise<LoadResult> {
 }
 
 function loadProcess(job: LoadJob): Promise<LoadResult> {
-  return new Promise((resolve, reject) => {
-    const child = fork(fileURLToPath(import.meta.url), ['--load'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-    child.once('message', (message) => {
-      const m = message as { ok: true; result: LoadResult } | { ok: false; error: string };
-      if (m.ok) resolve(m.result);
-      else reject(new Error(m.error));
-    });
-    child.once('error', reject);
-    child.once('exit', (code) => {
-      if (code !== 0) reject(new Error(`load generator exited with ${code}`));
-    });
-    child.send(job);
-  });
+  return runInChild(fileURLToPath(import.meta.url), '--load', job);
 }
 
 // ---------------------------------------------------------------- the service and bare Node
@@ -332,12 +321,7 @@ async function main(): Promise<void> {
 }
 
 if (process.argv.includes('--load')) {
-  process.once('message', (job) => {
-    runLoad(job as LoadJob).then(
-      (result) => process.send!({ ok: true, result }, undefined, undefined, () => process.exit(0)),
-      (err: Error) => process.send!({ ok: false, error: err.stack ?? err.message }, undefined, undefined, () => process.exit(1)),
-    );
-  });
+  serveChildJob(runLoad);
 } else {
   await main();
 }

@@ -8,7 +8,6 @@
  * The load generator is a child process, so the server's CPU time per record is its own.
  * Usage: npm run bench:scripts [-- --seconds 5 --connections 32 --lines 1000 --sync-interval-ms 1000]
  */
-import { fork } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { Agent } from 'node:http';
 import { loadavg, tmpdir } from 'node:os';
@@ -23,6 +22,7 @@ import type { RunTask } from '../src/scripts/protocol.js';
 import { startService } from '../src/server.js';
 import { Store } from '../src/store/index.js';
 import { postBody } from './http-post.js';
+import { runInChild, serveChildJob } from './child-job.js';
 import { printTable, repoRoot, writeResults, type Figure } from './report.js';
 
 const ADMIN = 'bench-admin-token-0123456789abcdef';
@@ -98,19 +98,7 @@ async function runClient(job: ClientJob): Promise<ClientResult> {
 }
 
 function clientProcess(job: ClientJob): Promise<ClientResult> {
-  return new Promise((resolve, reject) => {
-    const child = fork(fileURLToPath(import.meta.url), ['--client'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-    child.once('message', (message) => {
-      const m = message as { ok: true; result: ClientResult } | { ok: false; error: string };
-      if (m.ok) resolve(m.result);
-      else reject(new Error(m.error));
-    });
-    child.once('error', reject);
-    child.once('exit', (code) => {
-      if (code !== 0) reject(new Error(`load generator exited with ${code}`));
-    });
-    child.send(job);
-  });
+  return runInChild(fileURLToPath(import.meta.url), '--client', job);
 }
 
 // ---------------------------------------------------------------- the service
@@ -355,12 +343,7 @@ async function main(): Promise<void> {
 }
 
 if (process.argv.includes('--client')) {
-  process.once('message', (job) => {
-    runClient(job as ClientJob).then(
-      (result) => process.send!({ ok: true, result }, undefined, undefined, () => process.exit(0)),
-      (err: Error) => process.send!({ ok: false, error: err.stack ?? err.message }, undefined, undefined, () => process.exit(1)),
-    );
-  });
+  serveChildJob(runClient);
 } else {
   await main();
 }
