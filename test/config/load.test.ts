@@ -1,32 +1,21 @@
-import { mkdtemp, readFile, readdir, rm, stat, writeFile, chmod, mkdir, symlink } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, readdir, stat, writeFile, chmod, mkdir, symlink } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { useConfigDir } from '../support/config-dir.js';
 import { credentialsPath, defaultConfigText, loadConfig } from '../../src/config/index.js';
 import { InvalidArgumentError } from '../../src/errors.js';
 import { defaultWorkerCount } from '../../src/scripts/worker-count.js';
 
-let dir: string;
-beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'edc-config-'));
-});
-afterEach(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
-
-async function load(text: string, env: NodeJS.ProcessEnv = {}) {
-  const file = join(dir, 'edge.ini');
-  await writeFile(file, text);
-  return loadConfig({ file, env });
-}
+const tmp = useConfigDir('edc-config-');
+const load = tmp.load;
 
 describe('loadConfig defaults', () => {
   it('without a file uses the defaults and ./data under the working directory', async () => {
     const cwd = process.cwd();
-    process.chdir(dir);
+    process.chdir(tmp.path);
     try {
       const { config, firstStart } = await loadConfig({ env: {} });
-      expect(config.main.dataDir).toBe(join(dir, 'data'));
+      expect(config.main.dataDir).toBe(join(tmp.path, 'data'));
       expect(config.http).toEqual({
         transport: 'auto', host: '0.0.0.0', port: 2580, urlBytesMax: 8192, bodyBytesMax: 4194304, idleTimeoutS: 60, maxConnections: 1000, authFailuresPerMinute: 20,
         tlsCertFile: '', tlsKeyFile: '', tlsKeyPassphraseFile: '', allowedHosts: [], trustedProxies: [],
@@ -47,13 +36,13 @@ describe('loadConfig defaults', () => {
 
   it('with a file, the default data_dir is ./data beside the file', async () => {
     const { config } = await load('[main]\nlog_level = warn\n');
-    expect(config.main.dataDir).toBe(join(dir, 'data'));
+    expect(config.main.dataDir).toBe(join(tmp.path, 'data'));
   });
 
   it('the printed default file parses back to the defaults', async () => {
     const fromText = await load(defaultConfigText());
     const cwd = process.cwd();
-    process.chdir(dir);
+    process.chdir(tmp.path);
     try {
       const builtIn = await loadConfig({ env: {} });
       expect(fromText.warnings).toEqual([]);
@@ -73,7 +62,7 @@ describe('loadConfig values', () => {
       '[scripts]', 'workers = 3', 'timeout_ms = 50', 'hard_timeout_ms = 50', 'queue_max = 5',
     ].join('\n'));
     expect(warnings).toEqual([]);
-    expect(config.main.dataDir).toBe(join(dir, 'store-here'));
+    expect(config.main.dataDir).toBe(join(tmp.path, 'store-here'));
     expect(config.main.adminToken).toBe('a-very-long-admin-token');
     expect(config.main.logLevel).toBe('debug');
     expect(config.http.host).toBe('127.0.0.1');
@@ -160,9 +149,9 @@ describe('loadConfig values', () => {
       'tls_cert_file = tls/cert.pem', 'tls_key_file = /etc/edge/key.pem', 'tls_key_passphrase_file = pass.txt',
       'allowed_hosts = Gateway.Plant.Local., 10.1.2.3', 'allowed_hosts = [FD00::1], localhost, 10.1.2.3',
     ].join('\n'));
-    expect(config.http.tlsCertFile).toBe(join(dir, 'tls', 'cert.pem'));
+    expect(config.http.tlsCertFile).toBe(join(tmp.path, 'tls', 'cert.pem'));
     expect(config.http.tlsKeyFile).toBe('/etc/edge/key.pem');
-    expect(config.http.tlsKeyPassphraseFile).toBe(join(dir, 'pass.txt'));
+    expect(config.http.tlsKeyPassphraseFile).toBe(join(tmp.path, 'pass.txt'));
     expect(config.http.allowedHosts).toEqual(['gateway.plant.local', '10.1.2.3', 'fd00::1', 'localhost']);
     const proxies = await load('[plugin.http_server]\ntrusted_proxies = 127.0.0.1, 10.1.2.0/24, FD00::/64\n');
     expect(proxies.config.http.trustedProxies).toEqual(['127.0.0.1', '10.1.2.0/24', 'fd00::/64']);
@@ -175,7 +164,7 @@ describe('loadConfig values', () => {
   });
 
   it('a missing configuration file stops the start', async () => {
-    await expect(loadConfig({ file: join(dir, 'nope.ini'), env: {} })).rejects.toThrow(/nope.ini does not exist/);
+    await expect(loadConfig({ file: join(tmp.path, 'nope.ini'), env: {} })).rejects.toThrow(/nope.ini does not exist/);
   });
 
   it('environment variables override the file', async () => {
@@ -195,7 +184,7 @@ describe('first start credentials', () => {
   it('generates a secret and an admin token once, mode 0600, and reuses them', async () => {
     const first = await load('[main]\ndata_dir = d\n');
     expect(first.firstStart).toBe(true);
-    const file = credentialsPath(join(dir, 'd'));
+    const file = credentialsPath(join(tmp.path, 'd'));
     expect((await stat(file)).mode & 0o777).toBe(0o600);
     const text = await readFile(file, 'utf8');
     expect(text).toContain(`dataschema_secrets = ${first.config.main.secrets[0]}`);
@@ -217,7 +206,7 @@ describe('first start credentials', () => {
 
     const fresh = await load('[main]\ndata_dir = other\ndataschema_secrets = mine\nadmin_token = my-admin-token-1234\n');
     expect(fresh.firstStart).toBe(false);
-    await expect(stat(credentialsPath(join(dir, 'other')))).rejects.toThrow(/ENOENT/);
+    await expect(stat(credentialsPath(join(tmp.path, 'other')))).rejects.toThrow(/ENOENT/);
   });
 
   it('generates only what is missing, keeping what is stored', async () => {
@@ -231,26 +220,26 @@ describe('first start credentials', () => {
   });
 
   it('tightens a credentials file readable by others', async () => {
-    await mkdir(join(dir, 'd'));
-    await writeFile(credentialsPath(join(dir, 'd')), '[main]\ndataschema_secrets = s1\nadmin_token = t1\n');
-    await chmod(credentialsPath(join(dir, 'd')), 0o644);
+    await mkdir(join(tmp.path, 'd'));
+    await writeFile(credentialsPath(join(tmp.path, 'd')), '[main]\ndataschema_secrets = s1\nadmin_token = t1\n');
+    await chmod(credentialsPath(join(tmp.path, 'd')), 0o644);
     const { config, warnings, firstStart } = await load('[main]\ndata_dir = d\n');
     expect(firstStart).toBe(false);
     expect(config.main.secrets).toEqual(['s1']);
     expect(config.main.adminToken).toBe('t1');
     expect(warnings.join()).toContain('mode is now 0600');
-    expect((await stat(credentialsPath(join(dir, 'd')))).mode & 0o777).toBe(0o600);
+    expect((await stat(credentialsPath(join(tmp.path, 'd')))).mode & 0o777).toBe(0o600);
   });
 });
 
 describe('data_dir that cannot hold the data', () => {
   it('a file, a path through a file, and a symlink loop each stop the start with one line naming data_dir', async () => {
-    await writeFile(join(dir, 'file'), '');
-    await symlink(join(dir, 'loop'), join(dir, 'loop'));
+    await writeFile(join(tmp.path, 'file'), '');
+    await symlink(join(tmp.path, 'loop'), join(tmp.path, 'loop'));
     const cases: Array<[string, string]> = [
-      [join(dir, 'file'), 'is not a directory'],
-      [join(dir, 'file', 'sub'), 'cannot be created (ENOTDIR)'],
-      [join(dir, 'loop', 'x'), 'cannot be created (ELOOP)'],
+      [join(tmp.path, 'file'), 'is not a directory'],
+      [join(tmp.path, 'file', 'sub'), 'cannot be created (ENOTDIR)'],
+      [join(tmp.path, 'loop', 'x'), 'cannot be created (ELOOP)'],
     ];
     for (const [dataDir, why] of cases) {
       const err = await load(`[main]\ndata_dir = ${dataDir}\n`).catch((e: unknown) => e);
@@ -262,7 +251,7 @@ describe('data_dir that cannot hold the data', () => {
 
 describe('temp files of failed metadata writes', () => {
   it('are removed at start; other files stay', async () => {
-    const dataDir = join(dir, 'data');
+    const dataDir = join(tmp.path, 'data');
     await mkdir(dataDir, { recursive: true });
     await writeFile(join(dataDir, '.models.json.4242.1795440000000.tmp'), 'half');
     await writeFile(join(dataDir, 'notes.tmp'), 'mine');

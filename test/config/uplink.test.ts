@@ -1,22 +1,10 @@
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/index.js';
+import { describe, expect, it } from 'vitest';
+import { useConfigDir } from '../support/config-dir.js';
 
-let dir: string;
-beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'edc-config-uplink-'));
-});
-afterEach(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
-
-async function load(text: string, env: NodeJS.ProcessEnv = {}) {
-  const file = join(dir, 'edge.ini');
-  await writeFile(file, text);
-  return loadConfig({ file, env });
-}
+const tmp = useConfigDir('edc-config-uplink-');
+const load = tmp.load;
 
 describe('[uplink]', () => {
   it('is off by default and generates no gateway id then', async () => {
@@ -32,7 +20,7 @@ describe('[uplink]', () => {
     expect(config.uplink).toEqual({
       engine: 'nats',
       servers: ['nats://10.0.0.1:4222', 'hub-2:4222', 'tls://hub-3.example:4443'],
-      credentials: join(dir, 'gw.creds'),
+      credentials: join(tmp.path, 'gw.creds'),
       subjectPrefix: 'plant.edc',
       gatewayId: 'line-7',
       models: ['SCHEMAZ848ZRDG', 'SCHEMA25C5JMSE'],
@@ -43,7 +31,7 @@ describe('[uplink]', () => {
   it('generates the gateway id once into the data directory and keeps it', async () => {
     const first = (await load('[uplink]\nengine = nats\nservers = 127.0.0.1:4222\n')).config.uplink.gatewayId;
     expect(first).toMatch(/^gw-[0-9a-f]{12}$/);
-    expect((await readFile(join(dir, 'data', 'uplink', 'gateway-id'), 'utf8')).trim()).toBe(first);
+    expect((await readFile(join(tmp.path, 'data', 'uplink', 'gateway-id'), 'utf8')).trim()).toBe(first);
     expect((await load('[uplink]\nengine = nats\nservers = 127.0.0.1:4222\n')).config.uplink.gatewayId).toBe(first);
   });
 
