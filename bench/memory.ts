@@ -21,11 +21,9 @@ import { parseArgs } from 'node:util';
 import { CONFIG_KEYS, type IntKey } from '../src/config/keys.js';
 import { postBody } from './http-post.js';
 import { runInChild, serveChildJob } from './child-job.js';
+import { BENCH_ADMIN, readSampleRule, samplePayload, setUpSampleRule } from './sample-rule.js';
 import { printTable, repoRoot, writeResults, type Figure } from './report.js';
 
-const ADMIN = 'bench-admin-token-0123456789abcdef';
-const TAGS = ['t1', 't2', 't3', 'resistivity', 'conductivity', 'dissolved_oxygen', 'ph_value'];
-const ATTRIBUTES = ['temp', 'resistivity', 'conductivity', 'dissolved_oxygen', 'ph_value'];
 const MIB = 1_048_576;
 /** Pushes per second of the load generator; each carries rate / PUSHES_PER_S payloads. */
 const PUSHES_PER_S = 10;
@@ -35,11 +33,6 @@ function progress(message: string): void {
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** A Modbus-shaped payload; the sample rule stores one record per payload. */
-function payload(i: number): string {
-  return JSON.stringify(TAGS.map((tag, t) => ({ tag, value: Math.round((20 + t * 0.5 + (i % 97) / 100) * 100) / 100 })));
-}
 
 /** Resident set and thread count of a live process, from /proc. */
 async function rssOf(pid: number): Promise<{ rssBytes: number; threads: number }> {
@@ -77,7 +70,7 @@ async function runLoad(job: LoadJob): Promise<LoadResult> {
   const connections = 8;
   const agent = new Agent({ keepAlive: true, maxSockets: connections });
   const lines = Math.round(job.recordsPerS / PUSHES_PER_S);
-  const bodies = Array.from({ length: 8 }, (_, b) => Buffer.from(Array.from({ length: lines }, (_, i) => payload(b * lines + i)).join('\n')));
+  const bodies = Array.from({ length: 8 }, (_, b) => Buffer.from(Array.from({ length: lines }, (_, i) => samplePayload(b * lines + i)).join('\n')));
   const path = `/api/v1/inends/push?uuid=${job.inend}`;
   const result: LoadResult = { accepted: 0, failed: 0, rejected: 0, seconds: 0, late: 0 };
   const inFlight = new Set<Promise<void>>();
@@ -162,40 +155,11 @@ function startBareNode(): ChildProcess {
   return spawn(process.execPath, ['-e', 'setInterval(()=>{},1000)'], { stdio: 'ignore', env: { ...process.env, NODE_OPTIONS: '' } });
 }
 
-async function http(port: number, method: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
-  const res = await fetch(`http://127.0.0.1:${port}${path}`, {
-    method,
-    headers: { Authorization: `Bearer ${ADMIN}`, 'Content-Type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const json = (await res.json()) as { data: Record<string, unknown> };
-  if (res.status !== 200) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
-  return json.data;
-}
-
-/** A model of the sample rule's five attributes, an HTTP input and the sample rule reading it. */
-async function setUpRule(port: number, sample: string): Promise<{ inend: string; token: string }> {
-  const model = (await http(port, 'POST', '/api/v1/schema/create', { name: 'water' })).uuid as string;
-  for (const name of ATTRIBUTES) await http(port, 'POST', '/api/v1/schema/properties/create', { schemaId: model, name, type: 'FLOAT' });
-  await http(port, 'POST', `/api/v1/schema/publish?uuid=${model}`);
-  const created = await http(port, 'POST', '/api/v1/inends/create', { name: 'plc', type: 'HTTP', description: '' });
-  const inend = created.uuid as string;
-  await http(port, 'POST', '/api/v1/rules/create', {
-    name: 'sample',
-    description: '',
-    fromSource: [inend],
-    actions: sample.replaceAll('SCHEMAZ848ZRDG', model),
-    success: '',
-    failed: '',
-  });
-  return { inend, token: created.token as string };
-}
-
 /** One single-payload push on a new connection, timed until its answer (stored, not yet synced). */
 async function timedPush(port: number, inend: string, token: string, i: number): Promise<number> {
   const agent = new Agent({ keepAlive: false });
   const started = performance.now();
-  const { status, text } = await post(agent, port, `/api/v1/inends/push?uuid=${inend}`, token, Buffer.from(payload(i)));
+  const { status, text } = await post(agent, port, `/api/v1/inends/push?uuid=${inend}`, token, Buffer.from(samplePayload(i)));
   const ms = performance.now() - started;
   agent.destroy();
   if (status !== 200) throw new Error(`push answered ${status}: ${text}`);
@@ -207,7 +171,7 @@ async function configFile(dir: string, extra: string[] = []): Promise<string> {
   const file = join(dir, 'bench.ini');
   await writeFile(
     file,
-    ['[main]', `data_dir = ${join(dir, 'data')}`, `admin_token = ${ADMIN}`, '[plugin.http_server]', 'host = 127.0.0.1', 'port = 0', ...extra, ''].join('\n'),
+    ['[main]', `data_dir = ${join(dir, 'data')}`, `admin_token = ${BENCH_ADMIN}`, '[plugin.http_server]', 'host = 127.0.0.1', 'port = 0', ...extra, ''].join('\n'),
   );
   return file;
 }
@@ -229,7 +193,7 @@ async function main(): Promise<void> {
   const loadSeconds = Number(args['load-seconds']);
   const idleSeconds = Number(args['idle-seconds']);
   const nodeOptions = args['node-options'];
-  const sample = await readFile(join(repoRoot, 'fixtures', 'lua', 'rhilex-sample.lua'), 'utf8');
+  const sample = await readSampleRule();
   const idleStopS = (CONFIG_KEYS.find((k) => k.key === 'worker_idle_s') as IntKey).default;
   const loadBefore = loadavg()[0];
   const figures: Figure[] = [];
@@ -258,7 +222,7 @@ async function main(): Promise<void> {
     const bareAfterIdle = await rssOf(bare.pid!);
 
     progress('a model, an HTTP input and the sample rule');
-    const { inend, token } = await setUpRule(service.port, sample);
+    const { inend, token } = await setUpSampleRule(service.port, sample);
     const warmFirstMs = await timedPush(service.port, inend, token, 0);
 
     progress(`${rate} records/s for ${loadSeconds} s`);

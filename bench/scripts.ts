@@ -8,7 +8,7 @@
  * The load generator is a child process, so the server's CPU time per record is its own.
  * Usage: npm run bench:scripts [-- --seconds 5 --connections 32 --lines 1000 --sync-interval-ms 1000]
  */
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { Agent } from 'node:http';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -23,17 +23,10 @@ import { startService } from '../src/server.js';
 import { Store } from '../src/store/index.js';
 import { postBody } from './http-post.js';
 import { runInChild, serveChildJob } from './child-job.js';
-import { printTable, repoRoot, writeResults, type Figure } from './report.js';
+import { BENCH_ADMIN, SAMPLE_ATTRIBUTES, readSampleRule, sampleActions, samplePayload, setUpSampleRule } from './sample-rule.js';
+import { printTable, writeResults, type Figure } from './report.js';
 
-const ADMIN = 'bench-admin-token-0123456789abcdef';
-const TAGS = ['t1', 't2', 't3', 'resistivity', 'conductivity', 'dissolved_oxygen', 'ph_value'];
-const ATTRIBUTES = ['temp', 'resistivity', 'conductivity', 'dissolved_oxygen', 'ph_value'];
 const TARGET_RECORDS_PER_S = 100_000;
-
-/** A Modbus-shaped payload, values varying with i as a PLC's would. */
-function payload(i: number): string {
-  return JSON.stringify(TAGS.map((tag, t) => ({ tag, value: Math.round((20 + t * 0.5 + (i % 97) / 100) * 100) / 100 })));
-}
 
 function percentile(sorted: readonly number[], q: number): number {
   if (sorted.length === 0) return 0;
@@ -69,7 +62,7 @@ async function runClient(job: ClientJob): Promise<ClientResult> {
   const agent = new Agent({ keepAlive: true, maxSockets: job.connections });
   const path = `/api/v1/inends/push?uuid=${job.inend}`;
   const bodies = Array.from({ length: 16 }, (_, b) =>
-    Buffer.from(Array.from({ length: job.single ? 1 : job.lines }, (_, i) => payload(b * job.lines + i)).join('\n')),
+    Buffer.from(Array.from({ length: job.single ? 1 : job.lines }, (_, i) => samplePayload(b * job.lines + i)).join('\n')),
   );
   const headers = { Authorization: `Bearer ${job.token}`, 'Content-Type': 'application/x-ndjson' };
   const post = (body: Buffer) => postBody(agent, { host: '127.0.0.1', port: job.port, path }, headers, body);
@@ -103,17 +96,6 @@ function clientProcess(job: ClientJob): Promise<ClientResult> {
 
 // ---------------------------------------------------------------- the service
 
-async function http(port: number, method: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
-  const res = await fetch(`http://127.0.0.1:${port}${path}`, {
-    method,
-    headers: { Authorization: `Bearer ${ADMIN}`, 'Content-Type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const json = (await res.json()) as { data: Record<string, unknown> };
-  if (res.status !== 200) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
-  return json.data;
-}
-
 interface EndToEnd {
   recordsPerS: number;
   cpuUsPerRecord: number;
@@ -144,7 +126,7 @@ async function endToEnd(workers: number, opts: RunOptions, sample: string): Prom
         '[main]',
         `data_dir = ${join(dir, 'data')}`,
         'dataschema_secrets = bench-secret',
-        `admin_token = ${ADMIN}`,
+        `admin_token = ${BENCH_ADMIN}`,
         'log_level = silent',
         '[plugin.http_server]',
         'host = 127.0.0.1',
@@ -163,20 +145,7 @@ async function endToEnd(workers: number, opts: RunOptions, sample: string): Prom
     const service = await startService(config, pino({ level: 'silent' }));
     try {
       const { port } = service;
-      const model = (await http(port, 'POST', '/api/v1/schema/create', { name: 'water' })).uuid as string;
-      for (const name of ATTRIBUTES) await http(port, 'POST', '/api/v1/schema/properties/create', { schemaId: model, name, type: 'FLOAT' });
-      await http(port, 'POST', `/api/v1/schema/publish?uuid=${model}`);
-      const created = await http(port, 'POST', '/api/v1/inends/create', { name: 'plc', type: 'HTTP', description: '' });
-      const inend = created.uuid as string;
-      const token = created.token as string;
-      await http(port, 'POST', '/api/v1/rules/create', {
-        name: 'sample',
-        description: '',
-        fromSource: [inend],
-        actions: sample.replaceAll('SCHEMAZ848ZRDG', model),
-        success: '',
-        failed: '',
-      });
+      const { inend, token } = await setUpSampleRule(port, sample);
       const job = { port, inend, token, connections: opts.connections, lines: opts.lines, single: false };
       progress(`  ${workers} worker(s): warm-up`);
       await clientProcess({ ...job, seconds: 1 });
@@ -222,7 +191,7 @@ async function withModel<T>(fn: (registry: ModelRegistry, uuid: string) => Promi
   try {
     const registry = await ModelRegistry.open({ dataDir: dir, store });
     const model = await registry.create({ name: 'water' });
-    for (const name of ATTRIBUTES) await registry.createAttribute({ schemaId: model.uuid, name, type: 'FLOAT' });
+    for (const name of SAMPLE_ATTRIBUTES) await registry.createAttribute({ schemaId: model.uuid, name, type: 'FLOAT' });
     await registry.publish(model.uuid);
     return await fn(registry, model.uuid);
   } finally {
@@ -243,8 +212,8 @@ async function oneWorker(sample: string, seconds: number, batch: number): Promis
         readOnlyModels: [],
         rulesEpoch: 1,
         liveRuleIds: ['RULEBENCH'],
-        rules: [{ uuid: 'RULEBENCH', version: 1, actions: sample.replaceAll('SCHEMAZ848ZRDG', uuid), success: '', failed: '' }],
-        payloads: Array.from({ length: batch }, (_, i) => payload(i)),
+        rules: [{ uuid: 'RULEBENCH', version: 1, actions: sampleActions(sample, uuid), success: '', failed: '' }],
+        payloads: Array.from({ length: batch }, (_, i) => samplePayload(i)),
       };
       await pool.run(task);
       let invocations = 0;
@@ -300,7 +269,7 @@ async function main(): Promise<void> {
     lines: Number(args.lines),
     syncIntervalMs: Number(args['sync-interval-ms']),
   };
-  const sample = await readFile(join(repoRoot, 'fixtures', 'lua', 'rhilex-sample.lua'), 'utf8');
+  const sample = await readSampleRule();
   const loadBefore = loadavg()[0];
 
   progress('store alone (ModelLog.save, sync = interval)');
