@@ -6,9 +6,9 @@
  * removed range: batches read before a removal are still sent), /metrics and the
  * status route count them, and every other record arrives: none lost beyond the gap, none twice.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { ADMIN, startService, type TestService } from '../support/service.js';
-import { NatsCluster, SKIP_REASON, upsert } from './nats-cluster.js';
+import { SKIP_REASON, useHubCluster, upsert } from './nats-cluster.js';
 import { INFLIGHT_BYTES_MAX } from '../../src/uplink/budget.js';
 
 const GATEWAY = 'backlog';
@@ -21,18 +21,12 @@ const BACKLOG_MAX_BYTES = 128 * 1024;
 const OUTAGE_RECORDS = Math.ceil((2 * INFLIGHT_BYTES_MAX) / 150);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-let cluster: NatsCluster;
 let service: TestService | undefined;
 
-beforeAll(async () => {
-  if (SKIP_REASON !== undefined) return;
-  cluster = await NatsCluster.start(3);
-  await cluster.createStream();
-}, 60_000);
+const nats = useHubCluster();
 
 afterAll(async () => {
   await service?.close();
-  await cluster?.stop();
 });
 
 async function admin(path: string): Promise<{ json: unknown; text: string }> {
@@ -71,7 +65,7 @@ describe.skipIf(SKIP_REASON !== undefined)('backlog_max_bytes while the hub is d
       logLevel: 'silent',
       ini: {
         store: ['sync = interval', 'sync_interval_ms = 50', 'segment_bytes = 65536'],
-        uplink: ['engine = nats', `servers = ${cluster.urls.join(', ')}`, `gateway_id = ${GATEWAY}`, `backlog_max_bytes = ${BACKLOG_MAX_BYTES}`],
+        uplink: ['engine = nats', `servers = ${nats.cluster.urls.join(', ')}`, `gateway_id = ${GATEWAY}`, `backlog_max_bytes = ${BACKLOG_MAX_BYTES}`],
       },
     });
     const { registry } = service;
@@ -92,7 +86,7 @@ describe.skipIf(SKIP_REASON !== undefined)('backlog_max_bytes while the hub is d
     await caughtUp(model.uuid, 60_000);
     await sleep(1200); // the cursor file (the retention floor) catches up too
 
-    for (const n of cluster.names()) await cluster.kill(n);
+    for (const n of nats.cluster.names()) await nats.cluster.kill(n);
     await write(2000, OUTAGE_RECORDS);
     await sleep(500);
     await log.enforceRetention();
@@ -102,10 +96,10 @@ describe.skipIf(SKIP_REASON !== undefined)('backlog_max_bytes while the hub is d
     expect(lastId).toBe(2000 + OUTAGE_RECORDS);
     expect(firstKept).toBeGreaterThan(2001 + OUTAGE_RECORDS / 2);
 
-    for (const n of cluster.names()) cluster.restart(n);
+    for (const n of nats.cluster.names()) nats.cluster.restart(n);
     const status = await caughtUp(model.uuid, 120_000);
 
-    const hub = upsert((await cluster.readAll()).filter((m) => m.subject.startsWith(`edc.${GATEWAY}.${model.uuid}`)));
+    const hub = upsert((await nats.cluster.readAll()).filter((m) => m.subject.startsWith(`edc.${GATEWAY}.${model.uuid}`)));
     // Records read before retention removed them were sent (they were in memory): the lost ids may form
     // more than one range, one gap message each, in id order.
     expect(hub.gaps.length, 'gap messages').toBeGreaterThanOrEqual(1);

@@ -10,30 +10,27 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN, call, configIn, newPushState, readAll, setupPipeline, sleep, startPushers, startService, type ServiceChild } from '../reliability/support/service.mjs';
-import { NatsCluster, SKIP_REASON, upsert } from './nats-cluster.js';
+import { SKIP_REASON, useHubCluster, upsert } from './nats-cluster.js';
 
 const ROUNDS = process.env.UPLINK_LONG === '1' ? 20 : 3;
-let cluster: NatsCluster;
 let dir: string;
 let service: ServiceChild | undefined;
 
-beforeAll(async () => {
-  if (SKIP_REASON !== undefined) return;
-  cluster = await NatsCluster.start(3);
-  await cluster.createStream();
+const nats = useHubCluster();
+
+beforeAll(() => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'edc-uplink-kill-'));
-}, 60_000);
+});
 
 afterAll(async () => {
   await service?.kill('SIGKILL').catch(() => {});
-  await cluster?.stop();
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });
 
 describe.skipIf(SKIP_REASON !== undefined)('gateway kill -9 while shipping', () => {
   it(`${ROUNDS} kills: the hub holds every record of the gateway once after the upsert, and nothing else`, async () => {
     const { file } = configIn(dir, 'gw', { store: { sync: 'interval', sync_interval_ms: 100 } });
-    const env = { EDGE_DATACENTER_UPLINK_ENGINE: 'nats', EDGE_DATACENTER_UPLINK_SERVERS: cluster.urls.join(','), EDGE_DATACENTER_UPLINK_GATEWAY_ID: 'killed' };
+    const env = { EDGE_DATACENTER_UPLINK_ENGINE: 'nats', EDGE_DATACENTER_UPLINK_SERVERS: nats.cluster.urls.join(','), EDGE_DATACENTER_UPLINK_GATEWAY_ID: 'killed' };
     service = await startService(file, { env });
     const pipeline = await setupPipeline(service.base);
     const state = newPushState();
@@ -58,7 +55,7 @@ describe.skipIf(SKIP_REASON !== undefined)('gateway kill -9 while shipping', () 
     }
     const { records } = await readAll(service.base, pipeline.model);
     expect(records.length).toBeGreaterThan(100);
-    const messages = await cluster.readAll();
+    const messages = await nats.cluster.readAll();
     const hub = upsert(messages);
     const generations = new Set([...hub.byKey.values()].map((l) => l.generation));
     expect(generations.size).toBe(1);

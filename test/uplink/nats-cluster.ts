@@ -12,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { jetstreamManager, jetstream, type JetStreamManager } from '@nats-io/jetstream';
+import { afterAll, beforeAll } from 'vitest';
 
 export function natsServerPath(): string | undefined {
   for (const dir of (process.env.PATH ?? '').split(':').concat(['/usr/sbin', '/usr/bin'])) {
@@ -240,4 +241,21 @@ export function upsert(messages: readonly HubRecord[]): { byKey: Map<string, Rec
     }
   }
   return { byKey, lines, gaps };
+}
+
+/**
+ * The test file's hub: a 3-node cluster with the stream, started before its tests and stopped after them
+ * (after the file's own afterAll hooks, which vitest runs first); nothing when nats-server is missing.
+ */
+export function useHubCluster(): { readonly cluster: NatsCluster } {
+  const hub = {} as { cluster: NatsCluster };
+  beforeAll(async () => {
+    if (SKIP_REASON !== undefined) return;
+    hub.cluster = await NatsCluster.start(3);
+    await hub.cluster.createStream();
+  }, 60_000);
+  afterAll(async () => {
+    await hub.cluster?.stop();
+  });
+  return hub;
 }

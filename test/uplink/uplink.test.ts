@@ -8,30 +8,24 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { Store } from '../../src/store/store.js';
 import { storeOptions } from '../../src/store/constants.js';
 import { ModelRegistry } from '../../src/models/registry.js';
 import type { ModelLog } from '../../src/store/model-log.js';
 import { Uplink } from '../../src/uplink/uplink.js';
-import { NatsCluster, SKIP_REASON, upsert } from './nats-cluster.js';
+import { SKIP_REASON, useHubCluster, upsert } from './nats-cluster.js';
 
 const LONG = process.env.UPLINK_LONG === '1';
 const N = LONG ? 200_000 : 20_000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-let cluster: NatsCluster;
 const cleanups: Array<() => Promise<void>> = [];
 
-beforeAll(async () => {
-  if (SKIP_REASON !== undefined) return;
-  cluster = await NatsCluster.start(3);
-  await cluster.createStream();
-}, 60_000);
+const nats = useHubCluster();
 
 afterAll(async () => {
   for (const c of cleanups.splice(0).reverse()) await c().catch(() => {});
-  await cluster?.stop();
 });
 
 interface Gateway {
@@ -48,7 +42,7 @@ async function gateway(gatewayId: string, o: { backlogMaxBytes?: number; segment
   const store = await Store.open(storeOptions({ rootDir: path.join(dir, 'store'), durability: 'interval', syncIntervalMs: 50, ...(o.segmentBytesMax ? { segmentBytesMax: o.segmentBytesMax } : {}) }));
   const registry = await ModelRegistry.open({ dataDir: dir, store });
   const uplink = await Uplink.start({
-    config: { engine: 'nats', servers: cluster.urls, credentials: '', subjectPrefix: 'edc', gatewayId, models: [], backlogMaxBytes: o.backlogMaxBytes ?? 0 },
+    config: { engine: 'nats', servers: nats.cluster.urls, credentials: '', subjectPrefix: 'edc', gatewayId, models: [], backlogMaxBytes: o.backlogMaxBytes ?? 0 },
     dataDir: dir,
     registry,
     log: { info: () => {}, warn: () => {} },
@@ -102,7 +96,7 @@ async function caughtUp(uplink: Uplink, uuid: string, timeoutMs = 60_000): Promi
 
 /** The consumer's view of one model must equal the gateway's log, id for id and value for value. */
 async function expectHubHolds(g: Gateway, gatewayId: string, uuid: string, log: ModelLog): Promise<{ lines: number; records: number }> {
-  const hub = upsert((await cluster.readAll()).filter((m) => m.subject.startsWith(`edc.${gatewayId}.${uuid}`)));
+  const hub = upsert((await nats.cluster.readAll()).filter((m) => m.subject.startsWith(`edc.${gatewayId}.${uuid}`)));
   const generation = log.generation;
   let records = 0;
   const missing: number[] = [];
@@ -134,7 +128,7 @@ describe.skipIf(SKIP_REASON !== undefined)('uplink to a 3-node JetStream cluster
       expect(records).toBe(N / 2);
       expect(lines).toBe(records);
     }
-    const ids = (await cluster.readAll())
+    const ids = (await nats.cluster.readAll())
       .filter((m) => m.subject === `edc.steady.${a.uuid}`)
       .flatMap((m) => m.lines.map((l) => l.id as number));
     expect(ids).toEqual([...ids].sort((x, y) => x - y));
@@ -147,9 +141,9 @@ describe.skipIf(SKIP_REASON !== undefined)('uplink to a 3-node JetStream cluster
     const a = await g.model('leader-a');
     const writing = write(a.log, 0, N, 4000);
     await sleep(1000);
-    const killed = await cluster.killLeader();
+    const killed = await nats.cluster.killLeader();
     await sleep(2000);
-    cluster.restart(killed);
+    nats.cluster.restart(killed);
     await writing;
     await caughtUp(g.uplink, a.uuid, 90_000);
     expect((await expectHubHolds(g, 'leader', a.uuid, a.log)).records).toBe(N);
@@ -161,12 +155,12 @@ describe.skipIf(SKIP_REASON !== undefined)('uplink to a 3-node JetStream cluster
     const a = await g.model('quorum-a');
     const writing = write(a.log, 0, N, 4000);
     await sleep(800);
-    const [n1, n2] = cluster.names();
-    cluster.pause(n1);
-    cluster.pause(n2);
+    const [n1, n2] = nats.cluster.names();
+    nats.cluster.pause(n1);
+    nats.cluster.pause(n2);
     await sleep(LONG ? 20_000 : 4000);
-    cluster.resume(n1);
-    cluster.resume(n2);
+    nats.cluster.resume(n1);
+    nats.cluster.resume(n2);
     await writing;
     await caughtUp(g.uplink, a.uuid, 120_000);
     expect((await expectHubHolds(g, 'quorum', a.uuid, a.log)).records).toBe(N);
@@ -179,14 +173,14 @@ describe.skipIf(SKIP_REASON !== undefined)('uplink to a 3-node JetStream cluster
     await g.registry.setRetention(a.uuid, { maxRecords: 1000, maxBytes: 0, maxAgeHours: 0 });
     await write(a.log, 0, 2000, 10_000);
     await caughtUp(g.uplink, a.uuid);
-    for (const n of cluster.names()) await cluster.kill(n);
+    for (const n of nats.cluster.names()) await nats.cluster.kill(n);
     const outage = LONG ? 4 * N : N;
     await write(a.log, 2000, outage, 50_000);
     await a.log.enforceRetention();
     // Retention's limit is 1000 records, but nothing unshipped may go.
     expect(a.log.idRange().firstId).toBeLessThanOrEqual(2001);
     expect(g.uplink.status().models[0].lagRecords).toBeGreaterThanOrEqual(outage);
-    for (const n of cluster.names()) cluster.restart(n);
+    for (const n of nats.cluster.names()) nats.cluster.restart(n);
     const t0 = Date.now();
     await caughtUp(g.uplink, a.uuid, 120_000);
     const catchUpS = (Date.now() - t0) / 1000;
@@ -206,7 +200,7 @@ describe.skipIf(SKIP_REASON !== undefined)('uplink to a 3-node JetStream cluster
     await write(a.log, 0, 3000, 20_000);
     await caughtUp(g.uplink, a.uuid);
     const before = a.log.generation;
-    const firstHub = upsert(await cluster.readAll()).byKey;
+    const firstHub = upsert(await nats.cluster.readAll()).byKey;
     await a.log.clear();
     expect(a.log.generation).not.toBe(before);
     await write(a.log, 10_000, 1500, 20_000);
@@ -241,7 +235,7 @@ describe.skipIf(SKIP_REASON !== undefined)('uplink to a 3-node JetStream cluster
     const a = await g.model('grace-a');
     await write(a.log, 0, 500, 10_000);
     await caughtUp(g.uplink, a.uuid);
-    for (const n of cluster.names()) await cluster.kill(n);
+    for (const n of nats.cluster.names()) await nats.cluster.kill(n);
     try {
       await write(a.log, 500, 2000, 20_000);
       const deadline = Date.now() + 10_000;
@@ -257,7 +251,7 @@ describe.skipIf(SKIP_REASON !== undefined)('uplink to a 3-node JetStream cluster
       expect(elapsedMs).toBeGreaterThanOrEqual(450);
       expect(ticks, `${ticks} timer ticks in ${elapsedMs} ms`).toBeGreaterThanOrEqual(10);
     } finally {
-      for (const n of cluster.names()) cluster.restart(n);
+      for (const n of nats.cluster.names()) nats.cluster.restart(n);
       await g.close();
     }
   }, 60_000);
