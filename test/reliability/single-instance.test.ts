@@ -3,33 +3,17 @@
  * the same host:port, exits 1 with one line that names what is taken; after a kill -9 the next start takes
  * the stale lock over. In process, a second Store on an open directory is refused.
  */
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { cliPath, configIn, setupPipeline, startService } from './support/service.mjs';
+import { configIn, serveExpectingExit, setupPipeline, startService } from './support/service.mjs';
 import { Store } from '../../src/store/store.js';
 import { storeOptions } from '../../src/store/constants.js';
 import { StateError } from '../../src/errors.js';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'edc-single-'));
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
-
-/** Runs `serve` expecting it to fail; resolves with its exit code and stderr. */
-function serveExpectingExit(configFile: string): Promise<{ code: number | null; stderr: string; ms: number }> {
-  const t0 = Date.now();
-  const child = spawn(process.execPath, [cliPath, 'serve', '--config', configFile], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let stderr = '';
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-  return new Promise((resolve) =>
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stderr, ms: Date.now() - t0 });
-    }),
-  );
-}
 
 describe('a single instance per data directory and address', () => {
   it('a second service on the same data directory exits 1 naming it; a kill -9 leaves a lock the next start takes over', async () => {

@@ -5,7 +5,6 @@
  * wrong file stops the start with one line naming it. And the one start-up warning for plain HTTP on an
  * address other than loopback.
  */
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
@@ -13,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startService as startInProcess } from '../support/service.js';
-import { ADMIN, cliPath, configIn, startService } from '../reliability/support/service.mjs';
+import { ADMIN, configIn, serveExpectingExit, startService } from '../reliability/support/service.mjs';
 import { makeTlsFiles, type TlsFiles } from './tls-files.js';
 
 let tmp: string;
@@ -60,20 +59,6 @@ function tlsConfig(name: string, lines: string[]): string {
   const { file } = configIn(tmp, name);
   fs.writeFileSync(file, fs.readFileSync(file, 'utf8').replace('port = 0', ['port = 0', ...lines].join('\n')));
   return file;
-}
-
-/** Runs `serve` expecting it to fail; resolves with its exit code and stderr. */
-function serveExpectingExit(configFile: string): Promise<{ code: number | null; stderr: string }> {
-  const child = spawn(process.execPath, [cliPath, 'serve', '--config', configFile], { stdio: ['ignore', 'ignore', 'pipe'] });
-  let stderr = '';
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-  return new Promise((resolve) =>
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stderr });
-    }),
-  );
 }
 
 describe('built-in TLS', () => {

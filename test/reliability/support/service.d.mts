@@ -28,6 +28,9 @@ export interface ServiceChild {
   exited: Promise<Exit>;
   kill(signal?: NodeJS.Signals): Promise<Exit>;
 }
+/** Runs `serve` expecting it to fail (killed after 15 s otherwise); its exit code, stderr and run time. */
+export declare function serveExpectingExit(configFile: string): Promise<{ code: number | null; stderr: string; ms: number }>;
+
 export declare function startService(
   configFile: string,
   opts?: {

@@ -124,6 +124,21 @@ export function startService(configFile, opts = {}) {
   });
 }
 
+/** Runs `serve` expecting it to fail (killed after 15 s otherwise); its exit code, stderr and run time. */
+export function serveExpectingExit(configFile) {
+  const t0 = Date.now();
+  const child = spawn(process.execPath, [cliPath, 'serve', '--config', configFile], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (d) => (stderr += d.toString()));
+  const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+  return new Promise((resolve) =>
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stderr, ms: Date.now() - t0 });
+    }),
+  );
+}
+
 /** One HTTP call; JSON body parsed when possible. Network errors reject (the caller decides). */
 export async function call(base, urlPath, init = {}) {
   const headers = { ...(init.headers ?? {}) };
