@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { WorkerLostError } from '../../src/errors.js';
 import { ScriptPool } from '../../src/scripts/pool.js';
 import type { RunTask } from '../../src/scripts/protocol.js';
+import { oneRuleTask } from '../support/run-task.js';
 
 let pool: ScriptPool | undefined;
 afterEach(async () => {
@@ -35,26 +36,15 @@ describe('ScriptPool worker faults', () => {
 describe('ScriptPool sharing', () => {
   it('a freed worker goes to the waiting owner that holds the fewest workers, not simply the oldest task', async () => {
     pool = new ScriptPool({ workers: 2, timeoutMs: 1000, hardTimeoutMs: 5000, memoryMb: 16 });
-    const busy = (ms: number): RunTask => ({
-      kind: 'run',
-      modelsVersion: 0,
-      models: [],
-      readOnlyModels: [],
-      rulesEpoch: 0,
-      liveRuleIds: ['R1'],
-      rules: [{
-        uuid: 'R1',
-        version: 1,
-        actions: `Actions = { function(a)
+    const busy = (ms: number): RunTask =>
+      oneRuleTask(
+        `Actions = { function(a)
           local t0 = tonumber(time:TsUnixNano())
           while tonumber(time:TsUnixNano()) - t0 < ${ms} * 1e6 do end
           return true, a
         end }`,
-        success: '',
-        failed: '',
-      }],
-      payloads: ['x'],
-    });
+        ['x'],
+      );
     // Until two tasks run side by side: both workers started, the rule compiled on each, so A1 and A2
     // end within moments of each other.
     for (let tries = 0; tries < 10; tries++) {

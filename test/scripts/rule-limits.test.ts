@@ -7,7 +7,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ScriptPool } from '../../src/scripts/pool.js';
 import { MESSAGE_CHARS_MAX, RepeatFilter, capMessage } from '../../src/scripts/repeat-filter.js';
-import type { RunTask } from '../../src/scripts/protocol.js';
+import { oneRuleTask } from '../support/run-task.js';
 import { inputWithRule, openHarness, type Harness } from './helpers.js';
 
 let h: Harness | undefined;
@@ -73,27 +73,15 @@ describe('what one invocation may store', () => {
 describe('what one invocation sends back', () => {
   it('an 8 MB error message or Debug line leaves the worker cut to about 1 KB, saying how much was left out', async () => {
     pool = new ScriptPool({ workers: 1, timeoutMs: 2000, hardTimeoutMs: 10_000, memoryMb: 32 });
-    const task: RunTask = {
-      kind: 'run',
-      modelsVersion: 0,
-      models: [],
-      readOnlyModels: [],
-      rulesEpoch: 0,
-      liveRuleIds: ['R1'],
-      rules: [{
-        uuid: 'R1',
-        version: 1,
-        actions: `Actions = { function(args)
+    const task = oneRuleTask(
+      `Actions = { function(args)
           local big = string.rep("z", 8e6)
           if args == "debug" then Debug(big) return true, args end
           if args == "utf8" then error(string.rep("é", 3000), 0) end
           error(big, 0)
         end }`,
-        success: '',
-        failed: '',
-      }],
-      payloads: [...Array.from({ length: 20 }, () => 'error'), 'debug', 'utf8'],
-    };
+      [...Array.from({ length: 20 }, () => 'error'), 'debug', 'utf8'],
+    );
     const result = await pool.run(task);
     expect(result.errors).toHaveLength(21);
     for (const e of result.errors.slice(0, 20)) {
