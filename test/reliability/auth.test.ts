@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SecretSet } from '../../src/http/auth.js';
 import { TooManyRequestsError } from '../../src/errors.js';
 import { AuthThrottle, type CredentialKind, THROTTLE_WINDOW_MAX_S } from '../../src/http/throttle.js';
-import { bearer, publishedModel, raw } from '../support/client.js';
+import { admin, bearer, publishedModel, raw } from '../support/client.js';
 import { ADMIN, SECRET, type TestService, startService } from '../support/service.js';
 
 describe('SecretSet (constant-time comparison, functionally)', () => {
@@ -115,12 +115,7 @@ describe('throttling over HTTP: only wrong credentials are slowed down, never a 
   beforeAll(async () => {
     svc = await startService({ ini: { 'plugin.http_server': ['auth_failures_per_minute = 5'] } });
     model = await publishedModel(svc.port, 'throttled', ['temp']);
-    const created = await raw(svc.port, {
-      method: 'POST',
-      path: '/api/v1/inends/create',
-      headers: { ...bearer(ADMIN), 'Content-Type': 'application/json' },
-      body: JSON.stringify({ name: 'plc', type: 'HTTP', description: '' }),
-    });
+    const created = await admin(svc.port, 'POST', '/api/v1/inends/create', { name: 'plc', type: 'HTTP', description: '' });
     inend = created.body.data.uuid;
     pushToken = created.body.data.token;
   }, 30_000);
@@ -204,12 +199,7 @@ describe('push tokens are checked before the body is read', () => {
   let inend: string;
   beforeAll(async () => {
     svc = await startService({ logLevel: 'silent' });
-    const created = await raw(svc.port, {
-      method: 'POST',
-      path: '/api/v1/inends/create',
-      headers: { ...bearer(ADMIN), 'Content-Type': 'application/json' },
-      body: JSON.stringify({ name: 'plc', type: 'HTTP', description: '' }),
-    });
+    const created = await admin(svc.port, 'POST', '/api/v1/inends/create', { name: 'plc', type: 'HTTP', description: '' });
     inend = created.body.data.uuid;
   }, 30_000);
   afterAll(async () => svc?.close());
