@@ -7,13 +7,13 @@
  * `from`, or whose summary starts at or after `to`, is skipped.
  */
 import fs from 'node:fs';
-import { decodeValues, readRange, walkFrames, type BufferedBytes, type HeldSegments, type LostFn, type StoredRecord } from './reader.js';
+import { visitFrames, type BufferedBytes, type HeldSegments, type LostFn } from './reader.js';
 import type { Segment } from './segment.js';
-import type { FileIo } from './file-io.js';
 import { StatsTable, type FieldStats } from './stats-table.js';
 import { COARSE_BLOCKS, SegmentSummary } from './segment-summary.js';
 import type { SummaryBook } from './summaries.js';
-import { straddleCache, type DecodedBlock } from './straddle-cache.js';
+import { straddleCache } from './straddle-cache.js';
+import { BlockColumnsBuilder, type BlockColumns, type ColumnValues } from './block-columns.js';
 import { InvalidArgumentError } from '../errors.js';
 
 export const AGGREGATE_BUCKETS_MAX = 10_000;
@@ -66,56 +66,54 @@ interface Straddle {
 const SYNC_READS_PER_TURN = 256;
 
 /**
- * The records of each straddling block, decoded: from the straddle cache, else read. A sealed segment is
- * whole on disk and (through the page cache) a few KiB read synchronously cost a few microseconds,
- * against tens for a round trip through the thread pool, so its blocks are read synchronously,
- * SYNC_READS_PER_TURN at a time; the active segment's go through readRange (part may still be in memory).
+ * The asked columns of each straddling block's records: from the straddle cache, else read. A block is a
+ * few KiB, mostly in the page cache: read synchronously it costs a few microseconds, against tens for a
+ * round trip through the thread pool, so blocks are read synchronously, SYNC_READS_PER_TURN at a time,
+ * the part still in memory (active segment) copied from the write buffer as readRange does.
  */
 async function readStraddles(
-  io: FileIo,
   buffered: BufferedBytes,
   segments: readonly Segment[],
   which: readonly number[],
   summaries: readonly SegmentSummary[],
   straddles: readonly Straddle[],
+  columns: readonly number[],
   lost: LostFn,
-): Promise<DecodedBlock[]> {
+): Promise<BlockColumns[]> {
   const segOf = new Map<SegmentSummary, Segment>(summaries.map((s, i) => [s, segments[which[i]]]));
-  const out = new Array<DecodedBlock>(straddles.length);
-  const pending: Array<Promise<void>> = [];
+  const out = new Array<BlockColumns>(straddles.length);
   let syncReads = 0;
+  /** Blocks are read into this one buffer: the builder copies out what it keeps. */
+  let scratch = Buffer.allocUnsafe(16 * 1024);
   for (let r = 0; r < straddles.length; r++) {
     const { summary, block } = straddles[r];
     const a = summary.blockFirstId(block);
     const b = summary.blockLastId(block);
-    const cached = straddleCache.get(summary, block, b);
+    const cached = straddleCache.get(summary, block, b, columns);
     if (cached) {
       out[r] = cached;
       continue;
     }
-    const keep = (recs: StoredRecord[]): void => {
-      out[r] = decoded(b, recs);
-      straddleCache.put(summary, block, out[r]);
-    };
-    const seg = segOf.get(summary) as Segment;
-    if (!seg.sealedOnDisk) {
-      pending.push(readRange(io, buffered, segments, a, b, lost).then(keep));
-      continue;
-    }
     if (++syncReads % SYNC_READS_PER_TURN === 0) await new Promise((resolve) => setImmediate(resolve));
+    const seg = segOf.get(summary) as Segment;
     const [start, end] = seg.byteRange(a, b);
-    const buf = Buffer.allocUnsafe(end - start);
-    seg.file.useSync((fd) => readFullySync(fd, buf, start));
-    const recs: StoredRecord[] = [];
-    walkFrames(buf, a, b, recs, lost);
-    keep(recs);
+    if (scratch.length < end - start) scratch = Buffer.allocUnsafe(Math.max(end - start, 2 * scratch.length));
+    const buf = scratch.subarray(0, end - start);
+    readBytesSync(buffered, seg, buf, start, end);
+    const builder = new BlockColumnsBuilder(b, columns, b - a + 1);
+    visitFrames(buf, a, b, lost, (_id, ts, from, to, replaces) => builder.add(ts, buf, from, to, replaces));
+    out[r] = builder.finish();
+    straddleCache.put(summary, block, out[r]);
   }
-  await Promise.all(pending);
   return out;
 }
 
-function decoded(lastId: number, recs: readonly StoredRecord[]): DecodedBlock {
-  return { lastId, ts: Float64Array.from(recs, (r) => r.ts), values: recs.map((r) => decodeValues(r.payload)) };
+/** Bytes [start, end) of a segment, as readRange's reads take them: the file, then what is only in memory. */
+function readBytesSync(buffered: BufferedBytes, seg: Segment, out: Buffer, start: number, end: number): void {
+  const fileEnd = buffered.copyUnwritten(seg, out, start, end);
+  if (fileEnd <= start) return;
+  seg.file.useSync((fd) => readFullySync(fd, out.subarray(0, fileEnd - start), start));
+  buffered.copyUnsynced(seg, out, start, fileEnd);
 }
 
 function readFullySync(fd: number, buf: Buffer, pos: number): void {
@@ -127,7 +125,6 @@ function readFullySync(fd: number, buf: Buffer, pos: number): void {
 }
 
 export async function aggregate(
-  io: FileIo,
   buffered: BufferedBytes,
   held: HeldSegments,
   book: SummaryBook,
@@ -186,7 +183,7 @@ export async function aggregate(
     }
     addBlocks(coarseRows * COARSE_BLOCKS, s.blocks);
   });
-  const reads = await readStraddles(io, buffered, segments, which, summaries, straddles, lost);
+  const reads = await readStraddles(buffered, segments, which, summaries, straddles, fieldIndexes, lost);
 
   const acc = new StatsTable(fieldIndexes.length, span.count);
   const counts = new Float64Array(span.count);
@@ -196,11 +193,24 @@ export async function aggregate(
     counts[row]++;
     for (let f = 0; f < fieldIndexes.length; f++) acc.add(row, f, values[fieldIndexes[f]]);
   };
+  const placeBlock = (d: BlockColumns): void => {
+    const cols = fieldIndexes.map((c) => d.columns.get(c) as ColumnValues);
+    for (let i = 0; i < d.ts.length; i++) {
+      const ts = d.ts[i];
+      if (ts < fromMs || ts >= toMs) continue;
+      const row = Math.floor(ts / intervalMs) - span.first;
+      counts[row]++;
+      for (let f = 0; f < cols.length; f++) {
+        const { nums, others } = cols[f];
+        const other = others === undefined ? undefined : others[i];
+        acc.add(row, f, other === undefined ? nums[i] : other);
+      }
+    }
+  };
   for (let b = 0; b < units.length; b++) {
     const row = rows[b];
     if (row < 0) {
-      const d = reads[-1 - row];
-      for (let i = 0; i < d.ts.length; i++) place(d.ts[i], d.values[i]);
+      placeBlock(reads[-1 - row]);
       continue;
     }
     const s = summaries[bySummary[b]];

@@ -279,7 +279,7 @@ export class ModelLog {
     const newest = g.lastValues === undefined ? undefined : { id: g.lastId, ts: g.lastTs, values: g.lastValues };
     const held = new HeldSegments(g.segments);
     try {
-      return await aggregate(this.c.io, g.buffer, held, book, fieldIndexes, q, newest, this.onLost);
+      return await aggregate(g.buffer, held, book, fieldIndexes, q, newest, this.onLost);
     } finally {
       held.releaseAll();
     }

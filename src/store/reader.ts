@@ -169,6 +169,18 @@ export function planParts(segments: readonly Segment[], a: number, b: number): P
  * corruption: the walk resynchronises on the next valid frame and reports the ids in between lost.
  */
 export function walkFrames(buf: Buffer, lo: number, hi: number, out: StoredRecord[], lost: LostFn): void {
+  visitFrames(buf, lo, hi, lost, (id, ts, start, end, replaces) => {
+    const rec = { id, ts, payload: buf.subarray(start, end) };
+    if (replaces) out[out.length - 1] = rec;
+    else out.push(rec);
+  });
+}
+
+/** Called with the payload's bytes [start, end) of buf; `replaces`: a newer frame of the id visited just before. */
+export type FrameVisitor = (id: number, ts: number, start: number, end: number, replaces: boolean) => void;
+
+/** walkFrames without a record object per frame: the same checks, the payload as a byte range. */
+export function visitFrames(buf: Buffer, lo: number, hi: number, lost: LostFn, visit: FrameVisitor): void {
   let off = 0;
   let lastSeen = lo - 1;
   /** Id of the frame just walked; 0 at the start of the range and after a resync (no rule to check). */
@@ -187,9 +199,7 @@ export function walkFrames(buf: Buffer, lo: number, hi: number, out: StoredRecor
     }
     if (id >= lo && id <= hi) {
       assert(id >= lastSeen, 'records come out in id order');
-      const rec = { id, ts: frameTs(buf, off), payload: buf.subarray(off + FRAME_HEADER_BYTES, off + n) };
-      if (id === lastSeen) out[out.length - 1] = rec;
-      else out.push(rec);
+      visit(id, frameTs(buf, off), off + FRAME_HEADER_BYTES, off + n, id === lastSeen);
       lastSeen = id;
     }
     prevId = id;

@@ -1,19 +1,18 @@
 /**
- * Decoded records of the summary blocks that straddled a bucket edge, kept for the next aggregation.
+ * Decoded columns of the summary blocks that straddled a bucket edge, kept for the next aggregation.
  * Buckets are aligned to the epoch, so a chart refreshing the same interval meets the same edges in the
  * same blocks: the refresh then reads and decodes nothing. A block's records never change once
  * summarised (ids below the newest record are final), so an entry stays valid while its block's last
- * covered id is the same. One cache for the process, bounded in blocks, least recently used first out.
+ * covered id is the same. An entry serves the columns it was decoded for; asking for others decodes the
+ * block again and the entry keeps both. One cache for the process, bounded in blocks, least recently
+ * used first out.
  */
 import type { SegmentSummary } from './segment-summary.js';
+import type { BlockColumns } from './block-columns.js';
 
-export interface DecodedBlock {
-  lastId: number;
-  ts: Float64Array;
-  values: Array<readonly unknown[]>;
-}
+type DecodedBlock = BlockColumns;
 
-/** ~64 decoded records each: a few MiB at most. */
+/** ~64 records each, in Float64Arrays of the asked columns: about 3 KiB a block for four columns. */
 export const STRADDLE_CACHE_BLOCKS = 2048;
 
 class StraddleCache {
@@ -21,9 +20,9 @@ class StraddleCache {
   /** Insertion order = recency; the value is the owning map and block number, to evict it. */
   private readonly order = new Map<DecodedBlock, [Map<number, DecodedBlock>, number, SegmentSummary]>();
 
-  get(summary: SegmentSummary, block: number, lastId: number): DecodedBlock | undefined {
+  get(summary: SegmentSummary, block: number, lastId: number, columns: readonly number[]): DecodedBlock | undefined {
     const e = this.byKey.get(summary)?.get(block);
-    if (e === undefined || e.lastId !== lastId) return undefined;
+    if (e === undefined || e.lastId !== lastId || !columns.every((c) => e.columns.has(c))) return undefined;
     const where = this.order.get(e);
     if (where) {
       this.order.delete(e);
@@ -36,7 +35,10 @@ class StraddleCache {
     let m = this.byKey.get(summary);
     if (!m) this.byKey.set(summary, (m = new Map()));
     const old = m.get(block);
-    if (old) this.order.delete(old);
+    if (old) {
+      this.order.delete(old);
+      if (old.lastId === e.lastId) for (const [c, values] of old.columns) if (!e.columns.has(c)) e.columns.set(c, values);
+    }
     m.set(block, e);
     this.order.set(e, [m, block, summary]);
     while (this.order.size > STRADDLE_CACHE_BLOCKS) {

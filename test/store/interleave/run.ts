@@ -1,6 +1,6 @@
 /**
  * Seeded interleavings of two models' logs in one store: appends, update-lasts, durable waits, pages,
- * latest reads, exports, retention, clear, clean restarts and crashes (kill -9 emulation), with tiny
+ * latest reads, exports, aggregations, retention, clear, clean restarts and crashes (kill -9 emulation), with tiny
  * segments so that seals come every few records, and a budget of one to three fds for sealed segments
  * (shared by both models), so that reads open and evict segment files all the time. Operations start in schedule order without waiting for
  * each other; `advance` lets the scheduler release file operations, so reads, seals, retention and
@@ -29,6 +29,7 @@ export type Op =
   | { k: 'page'; m: number; current: number; size: number; order: 'asc' | 'desc' }
   | { k: 'latest'; m: number }
   | { k: 'export'; m: number }
+  | { k: 'aggregate'; m: number; buckets: number }
   | { k: 'retention'; m: number; maxRecords: number }
   | { k: 'clear'; m: number }
   | { k: 'restart'; crash: boolean }
@@ -52,6 +53,7 @@ export const opArb: fc.Arbitrary<Op> = fc.oneof(
   },
   { weight: 1, arbitrary: fc.record({ k: fc.constant('latest' as const), m: model }) },
   { weight: 2, arbitrary: fc.record({ k: fc.constant('export' as const), m: model }) },
+  { weight: 2, arbitrary: fc.record({ k: fc.constant('aggregate' as const), m: model, buckets: fc.constantFrom(1, 50, 9000) }) },
   { weight: 1, arbitrary: fc.record({ k: fc.constant('retention' as const), m: model, maxRecords: fc.constantFrom(0, 10, 30) }) },
   { weight: 1, arbitrary: fc.record({ k: fc.constant('clear' as const), m: model }) },
   { weight: 1, arbitrary: fc.record({ k: fc.constant('restart' as const), crash: fc.boolean() }) },
@@ -93,6 +95,8 @@ class Run {
   private readonly pending = new Set<Promise<void>>();
   private readonly failures: unknown[] = [];
   private seq = 0;
+  /** Every record is stamped at or after this. */
+  private readonly startMs = Date.now();
 
   constructor(
     private readonly s: fc.Scheduler,
@@ -157,6 +161,9 @@ class Run {
       }
       case 'export':
         this.track(this.export(log, m));
+        break;
+      case 'aggregate':
+        this.track(this.aggregate(log, m, op.buckets));
         break;
       case 'retention':
         log.setRetention({ maxRecords: op.maxRecords, maxBytes: 0, maxAgeMs: 0 });
@@ -240,6 +247,27 @@ class Run {
     const records = await collect(log);
     expect(records.map((r) => r.id), `${m.name} export`).toEqual(ModelOfLog.liveIds(snap, snap.firstId, snap.lastId));
     for (const r of records) checkRecord(snap, r, `${m.name} export`);
+  }
+
+  /**
+   * Buckets over everything written since the run began: as many records as the snapshot holds, and their
+   * seq values (the newest one's in any version a read may show).
+   */
+  private async aggregate(log: ModelLog, m: ModelOfLog, buckets: number): Promise<void> {
+    const st = log.stats();
+    const snap = m.snapshot(st.firstId, st.lastId);
+    const what = `${m.name} aggregate into ${buckets}`;
+    const toMs = Date.now() + 1;
+    const intervalMs = Math.max(1, Math.ceil((toMs - this.startMs) / buckets));
+    const answer = await log.aggregate({ fromMs: this.startMs, toMs, intervalMs, fields: ['seq'] });
+    const ids = ModelOfLog.liveIds(snap, snap.firstId, snap.lastId);
+    expect(answer.reduce((n, b) => n + b.count, 0), what).toBe(ids.length);
+    expect(answer.reduce((n, b) => n + b.stats[0].n, 0), what).toBe(ids.length);
+    if (ids.length === 0) return;
+    const older = ids.filter((id) => id !== snap.lastId).reduce((n, id) => n + Number(snap.entries[id - 1]?.versions.at(-1)?.seq), 0);
+    const newest = answer.reduce((n, b) => n + b.stats[0].sum, 0) - older;
+    const shown = snap.entries[snap.lastId - 1]?.versions.slice(snap.lastVersions - 1).map((v) => v.seq);
+    expect(shown, `${what}: seq of the newest record`).toContain(newest);
   }
 
   private track(p: Promise<unknown>): void {
