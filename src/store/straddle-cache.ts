@@ -16,9 +16,10 @@ type DecodedBlock = BlockColumns;
 export const STRADDLE_CACHE_BLOCKS = 2048;
 
 class StraddleCache {
-  private readonly byKey = new Map<SegmentSummary, Map<number, DecodedBlock>>();
+  /** Weak: the cache must not keep a summary its model dropped (close, clear, retention) in memory. */
+  private readonly byKey = new WeakMap<SegmentSummary, Map<number, DecodedBlock>>();
   /** Insertion order = recency; the value is the owning map and block number, to evict it. */
-  private readonly order = new Map<DecodedBlock, [Map<number, DecodedBlock>, number, SegmentSummary]>();
+  private readonly order = new Map<DecodedBlock, [Map<number, DecodedBlock>, number]>();
 
   get(summary: SegmentSummary, block: number, lastId: number, columns: readonly number[]): DecodedBlock | undefined {
     const e = this.byKey.get(summary)?.get(block);
@@ -40,12 +41,11 @@ class StraddleCache {
       if (old.lastId === e.lastId) for (const [c, values] of old.columns) if (!e.columns.has(c)) e.columns.set(c, values);
     }
     m.set(block, e);
-    this.order.set(e, [m, block, summary]);
+    this.order.set(e, [m, block]);
     while (this.order.size > STRADDLE_CACHE_BLOCKS) {
-      const [oldest, [owner, k, s]] = this.order.entries().next().value as [DecodedBlock, [Map<number, DecodedBlock>, number, SegmentSummary]];
+      const [oldest, [owner, k]] = this.order.entries().next().value as [DecodedBlock, [Map<number, DecodedBlock>, number]];
       this.order.delete(oldest);
       if (owner.get(k) === oldest) owner.delete(k);
-      if (owner.size === 0) this.byKey.delete(s);
     }
   }
 }
