@@ -99,8 +99,6 @@ export class SegmentSummary {
     return this.firstId + k * SUMMARY_BLOCK_RECORDS;
   }
 
-  /** Bytes held in memory, for the figures in docs/performance.md. */
-
   private startBlock(): void {
     if (this.blocks === this.minTs.length) {
       const cap = this.blocks * 2;

@@ -1,9 +1,12 @@
 /**
  * Per-row, per-field running statistics (count of values, min, max, sum, first, last) in flat Float64Arrays:
  * the rows are blocks of records in a segment summary, or time buckets in an aggregation. Numbers and
- * booleans (as 1/0) are stored inline; any other value (STRING, GEO) counts and is kept for first/last in
- * a side map, its min/max/sum are NaN (contract 10 refuses them for those types). Null values (an
- * attribute the record never received) are not counted.
+ * booleans (as 1/0) are stored inline; any other value (STRING, GEO) counts and is kept for first/last as
+ * an index into the table's dictionary of such values, its min/max/sum are NaN (contract 10 refuses them
+ * for those types). The dictionary keeps each distinct value once: a year of summaries holds millions of
+ * first/last strings of a few distinct device names, which one Map entry and one string each made the
+ * largest part of the summaries' memory. Null values (an attribute the record never received) are not
+ * counted.
  */
 const N = 0;
 const MIN = 1;
@@ -25,8 +28,10 @@ export interface FieldStats {
 export class StatsTable {
   /** Per field: STATS_PER_FIELD doubles per row. */
   stats: Float64Array[];
-  /** Per field: non-numeric first (key 2*row) and last (2*row+1) values. */
-  readonly others: Array<Map<number, unknown>>;
+  /** Per field, made on its first non-numeric value: first (key 2*row) and last (2*row+1) as dictionary indexes, -1 for none. */
+  private readonly refs: Array<Int32Array | undefined>;
+  private readonly dict: unknown[] = [];
+  private readonly dictIndex = new Map<unknown, number>();
   /** Per field: it holds booleans (stored as 1/0). */
   readonly bools: boolean[];
 
@@ -35,7 +40,7 @@ export class StatsTable {
     public rows: number,
   ) {
     this.stats = Array.from({ length: fieldCount }, () => new Float64Array(rows * STATS_PER_FIELD));
-    this.others = Array.from({ length: fieldCount }, () => new Map());
+    this.refs = new Array<Int32Array | undefined>(fieldCount).fill(undefined);
     this.bools = new Array<boolean>(fieldCount).fill(false);
   }
 
@@ -46,6 +51,12 @@ export class StatsTable {
       const g = new Float64Array(rows * STATS_PER_FIELD);
       g.set(s);
       return g;
+    });
+    this.refs.forEach((r, field) => {
+      if (r === undefined) return;
+      const g = new Int32Array(2 * rows).fill(-1);
+      g.set(r);
+      this.refs[field] = g;
     });
     this.rows = rows;
   }
@@ -65,7 +76,7 @@ export class StatsTable {
       s[b + MIN] = num;
       s[b + MAX] = num;
       s[b + SUM] = 0;
-      if (num !== num) this.others[field].set(2 * row, v);
+      if (num !== num) this.setOther(field, 2 * row, v);
     } else {
       if (num < s[b + MIN]) s[b + MIN] = num;
       if (num > s[b + MAX]) s[b + MAX] = num;
@@ -73,7 +84,7 @@ export class StatsTable {
     s[b + N]++;
     s[b + SUM] += num;
     s[b + LAST] = num;
-    if (num !== num) this.others[field].set(2 * row + 1, v);
+    if (num !== num) this.setOther(field, 2 * row + 1, v);
   }
 
   /** Folds row `fromRow` of `from` (field `fromField`) into `row`, as if its values came after the row's. */
@@ -90,7 +101,7 @@ export class StatsTable {
       s[b + MIN] = f[fb + MIN];
       s[b + MAX] = f[fb + MAX];
       s[b + SUM] = 0;
-      if (f[fb + FIRST] !== f[fb + FIRST]) this.others[field].set(2 * row, from.others[fromField].get(2 * fromRow));
+      if (f[fb + FIRST] !== f[fb + FIRST]) this.setOther(field, 2 * row, from.other(fromField, 2 * fromRow));
     } else {
       if (f[fb + MIN] < s[b + MIN]) s[b + MIN] = f[fb + MIN];
       if (f[fb + MAX] > s[b + MAX]) s[b + MAX] = f[fb + MAX];
@@ -98,7 +109,7 @@ export class StatsTable {
     s[b + N] += n;
     s[b + SUM] += f[fb + SUM];
     s[b + LAST] = f[fb + LAST];
-    if (f[fb + LAST] !== f[fb + LAST]) this.others[field].set(2 * row + 1, from.others[fromField].get(2 * fromRow + 1));
+    if (f[fb + LAST] !== f[fb + LAST]) this.setOther(field, 2 * row + 1, from.other(fromField, 2 * fromRow + 1));
   }
 
   get(row: number, field: number): FieldStats {
@@ -120,7 +131,32 @@ export class StatsTable {
 
   private valueAt(row: number, field: number, which: typeof FIRST | typeof LAST): unknown {
     const x = this.stats[field][row * STATS_PER_FIELD + which];
-    if (x !== x) return this.others[field].get(2 * row + (which - FIRST)) ?? null;
+    if (x !== x) return this.other(field, 2 * row + (which - FIRST)) ?? null;
     return this.bools[field] ? x === 1 : x;
+  }
+
+  /** The non-numeric first (key 2*row) or last (2*row+1) value of a field; undefined when there is none. */
+  other(field: number, key: number): unknown {
+    const r = this.refs[field];
+    const i = r === undefined ? -1 : r[key];
+    return i < 0 ? undefined : this.dict[i];
+  }
+
+  setOther(field: number, key: number, v: unknown): void {
+    const r = (this.refs[field] ??= new Int32Array(2 * this.rows).fill(-1));
+    let i = this.dictIndex.get(v);
+    if (i === undefined) {
+      i = this.dict.push(v) - 1;
+      this.dictIndex.set(v, i);
+    }
+    r[key] = i;
+  }
+
+  /** Every non-numeric first/last value kept, with its field and key. */
+  forEachOther(visit: (field: number, key: number, v: unknown) => void): void {
+    this.refs.forEach((r, field) => {
+      if (r === undefined) return;
+      for (let key = 0; key < r.length; key++) if (r[key] >= 0) visit(field, key, this.dict[r[key]]);
+    });
   }
 }

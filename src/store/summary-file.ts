@@ -37,7 +37,9 @@ export function encodeSummary(s: SegmentSummary, seg: Segment): Buffer {
   const flagsBytes = Math.ceil(fields / 8) * 8;
   const arraysBytes = 8 * s.blocks * (3 + STATS_PER_FIELD * fields);
   const others: Array<[number, number, unknown]> = [];
-  s.table.others.forEach((m, f) => m.forEach((v, key) => others.push([f, key, v])));
+  s.table.forEachOther((f, key, v) => {
+    if (key < 2 * s.blocks) others.push([f, key, v]);
+  });
   const packed = packr.pack(others);
   const b = Buffer.alloc(HEAD + flagsBytes + arraysBytes + 4 + packed.length + 4);
   b.writeUInt32LE(MAGIC, 0);
@@ -96,6 +98,9 @@ export function decodeSummary(b: Buffer, seg: Segment, end: number, fieldCount: 
   const len = u32(b, at);
   if (at + 4 + len + 4 !== b.length) return undefined;
   const others = unpackr.unpack(b.subarray(at + 4, at + 4 + len)) as Array<[number, number, unknown]>;
-  for (const [f, key, v] of others) s.table.others[f].set(key, v);
+  for (const [f, key, v] of others) {
+    if (!Number.isInteger(f) || f < 0 || f >= fields || !Number.isInteger(key) || key < 0 || key >= 2 * blocks) return undefined;
+    s.table.setOther(f, key, v);
+  }
   return s;
 }
