@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The store-race storm through real HTTP against the real CLI (`dist/cli.js serve`): 64 KiB segments,
 // sync = interval, retention_max_records = 3000. Per model, for `seconds`: one writer pushing NDJSON (200
-// payloads a push), three readers (queryDataList size 1000 asc, size 100 desc, queryLastData), an
+// payloads a push), four readers (queryDataList size 1000 asc, size 100 desc, queryLastData, queryAggregate), an
 // exporter (exportData jsonl) and clearSchemaData every second. Then a quiet tail of pushes, and the
 // checks: no 5xx and no refused push at any point, every record seen by any read is whole and belongs
 // to its model, and what is stored is exactly the acknowledged records since the last clear (less the
@@ -32,7 +32,7 @@ export async function runStorm({ seconds = 10, models = 1, sealedFdsMax = undefi
   const problem = (msg) => {
     if (problems.length < 40) problems.push(msg);
   };
-  const counts = { pushes: 0, records: 0, pages: 0, lastReads: 0, exports: 0, exportedRecords: 0, clears: 0, status5xx: 0, refused: 0 };
+  const counts = { pushes: 0, records: 0, pages: 0, lastReads: 0, aggregates: 0, exports: 0, exportedRecords: 0, clears: 0, status5xx: 0, refused: 0 };
   const { file } = writeConfig(dir, {
     // The default interval: pushes answer without waiting for it (contract 9); a restart still keeps them all.
     store: {
@@ -58,6 +58,7 @@ export async function runStorm({ seconds = 10, models = 1, sealedFdsMax = undefi
       clients.push(writer(svc.base, st, running, counts, answered));
       for (const [size, order] of [[1000, 'asc'], [100, 'desc']]) clients.push(pager(svc.base, st, size, order, running, counts, answered, problem));
       clients.push(lastPoller(svc.base, st, running, counts, answered, problem));
+      clients.push(aggregator(svc.base, st, Date.now() - 1000, running, counts, answered, problem));
       clients.push(exporter(svc.base, st, running, counts, answered, problem));
       clients.push(clearer(svc.base, st, running, counts, answered));
     }
@@ -158,6 +159,27 @@ async function lastPoller(base, st, running, counts, answered, problem) {
     counts.lastReads++;
     if (answered(`model ${st.m} queryLastData`, answer) && answer.body.data.id !== undefined) checkRecord(st, answer.body.data, 'queryLastData', problem);
     await sleep(2);
+  }
+}
+
+/**
+ * queryAggregate over the storm in 5 ms buckets (bucket edges fall inside blocks, so blocks are read and
+ * decoded): every record has temp and conductivity equal and of this model, so each bucket's counts,
+ * minima and maxima must agree and name this model.
+ */
+async function aggregator(base, st, fromMs, running, counts, answered, problem) {
+  while (running()) {
+    const q = `uuid=${st.pipeline.model}&secrets=${SECRET}&from=${fromMs}&to=${Date.now() + 1000}&interval=5ms&fn=min,max,count&select=temp,conductivity`;
+    const answer = await call(base, `/api/v1/datacenter/queryAggregate?${q}`, { token: null });
+    counts.aggregates++;
+    if (!answered(`model ${st.m} queryAggregate`, answer)) continue;
+    for (const b of answer.body.data.buckets) {
+      const { temp, conductivity } = b;
+      const same = temp.count === b.count && conductivity.count === b.count && temp.min === conductivity.min && temp.max === conductivity.max;
+      const ours = Math.floor(temp.min / SEQ_BASE) === st.m + 1 && Math.floor(temp.max / SEQ_BASE) === st.m + 1;
+      if (!same || !ours) problem(`model ${st.m} queryAggregate bucket ${b.start}: ${JSON.stringify(b)}`);
+    }
+    await sleep(20);
   }
 }
 

@@ -1,6 +1,6 @@
 /**
  * The store-race storm (storm.mjs) in `npm test`: the real service with 64 KiB segments under pushes,
- * pages, latest reads, exports, retention and a clear every second, one model and then two side by side
+ * pages, latest reads, aggregations, exports, retention and a clear every second, one model and then two side by side
  * sharing a budget of one idle sealed-segment file (sealed_fds_max = 1), so reads open and evict files.
  * `node test/reliability/storm.mjs --seconds 15 --models 2` runs one storm by hand.
  */
@@ -22,5 +22,6 @@ describe('store race storm through HTTP', () => {
     // A clear a second per model, fewer when the machine is loaded: at least a third of them.
     expect(counts.clears).toBeGreaterThanOrEqual(models * Math.floor(seconds / 3));
     expect(counts.pages + counts.exports + counts.lastReads).toBeGreaterThan(100);
+    expect(counts.aggregates).toBeGreaterThan(models * 10);
   }, (seconds + 60) * 1000);
 });
