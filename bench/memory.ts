@@ -23,6 +23,7 @@ import { postBody } from './http-post.js';
 import { runInChild, serveChildJob } from './child-job.js';
 import { BENCH_ADMIN, readSampleRule, samplePayload, setUpSampleRule } from './sample-rule.js';
 import { printTable, repoRoot, writeResults, type Figure } from './report.js';
+import { processCpuMs } from './targets.js';
 
 const MIB = 1_048_576;
 /** Pushes per second of the load generator; each carries rate / PUSHES_PER_S payloads. */
@@ -237,7 +238,9 @@ async function main(): Promise<void> {
         () => undefined,
       );
     }, 250);
+    const cpuBeforeMs = processCpuMs(pid);
     const load = await loadProcess({ port: service.port, inend, token, recordsPerS: rate, seconds: loadSeconds });
+    const cpuUsPerRecord = ((processCpuMs(pid) - cpuBeforeMs) * 1000) / load.accepted;
     clearInterval(sampler);
     if (load.failed > 0) throw new Error(`${load.failed} payloads failed in the rule`);
     const steady = samples.slice(Math.floor(samples.length / 4)); // past the first quarter: the heap has grown to its working size
@@ -259,6 +262,7 @@ async function main(): Promise<void> {
       { name: `RSS at ${rate.toLocaleString('en-US')} records/s, max`, value: mib(loadMax), unit: 'MiB', baseline: mib(bareAfterIdle.rssBytes), better: 'lower', target: '< 100 MiB' },
       { name: `RSS ${idleStopS + 5} s after the load (worker stopped)`, value: mib(afterLoadIdle.rssBytes), unit: 'MiB', baseline: mib(bareAfterIdle.rssBytes), better: 'lower' },
       { name: 'records/s stored during the load', value: load.accepted / load.seconds, unit: 'records/s', better: 'higher' },
+      { name: 'server CPU per record during the load', value: cpuUsPerRecord, unit: 'µs', better: 'lower' },
       { name: 'push after rule creation (worker running)', value: warmFirstMs, unit: 'ms', better: 'lower' },
       { name: 'first push after idle (cold start)', value: coldMs, unit: 'ms', better: 'lower' },
       { name: 'the push after it', value: warmMs, unit: 'ms', better: 'lower' },
@@ -272,6 +276,7 @@ async function main(): Promise<void> {
       `separate process posting ${PUSHES_PER_S} NDJSON pushes a second of ${Math.round(rate / PUSHES_PER_S)} sample payloads each`,
       'through POST /api/v1/inends/push -> the RHILEX sample rule (one record per payload) -> the store; "mean" is',
       `sampled every 250 ms after the first quarter of the run, "max" over all of it. Threads during the load: ${maxThreads}.`,
+      'Server CPU: user + system time of the service process (all threads) from /proc over the load, per record stored.',
       `Cold start: the push after ${idleStopS + 5} s without work, when the Lua worker has stopped (worker_idle_s = ${idleStopS}),`,
       'against the push right after it: single payloads on a new connection, answered once stored (not waiting',
       `for the next sync). Load average (1 min): ${loadBefore.toFixed(1)} before, ${loadAfter.toFixed(1)} after.` +

@@ -18,23 +18,35 @@ export function checkRecord(model: DataModel, input: Record<string, unknown>, mo
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
     return fail(`record for model ${named(model.name, model.uuid)} must be a table, got ${typeName(input)}`);
   }
-  const given = new Map<string, unknown>();
-  for (const [key, value] of Object.entries(input)) {
+  // Checked values by attribute index: this runs for every record a rule stores, so no Map and no
+  // entry arrays (the garbage overflows a busy worker's young generation, docs/performance.md "Memory").
+  const { attributes } = model;
+  const given: unknown[] = new Array<unknown>(attributes.length).fill(NOT_GIVEN);
+  for (const key of Object.keys(input)) {
+    const value = input[key];
     // A Lua table never holds nil; an undefined property is the same as an absent one.
     if (value === undefined) continue;
     if (RESERVED_KEYS.has(key)) return fail(`key '${key}' is set by the store and cannot be written`);
-    const attribute = model.attributes.find((a) => a.name === key);
-    if (!attribute) return fail(`unknown attribute '${key}' for model ${named(model.name, model.uuid)}`);
-    const checked = checkValue(attribute, value);
+    const index = attributeIndex(attributes, key);
+    if (index < 0) return fail(`unknown attribute '${key}' for model ${named(model.name, model.uuid)}`);
+    const checked = checkValue(attributes[index], value);
     if ('error' in checked) return fail(checked.error);
-    given.set(key, checked.value);
+    given[index] = checked.value;
   }
   const record: Record<string, unknown> = {};
-  for (const attribute of model.attributes) {
-    if (given.has(attribute.name)) record[attribute.name] = given.get(attribute.name);
+  for (let i = 0; i < attributes.length; i++) {
+    const attribute = attributes[i];
+    if (given[i] !== NOT_GIVEN) record[attribute.name] = given[i];
     else if (mode === 'save') record[attribute.name] = attribute.rule.defaultValue;
   }
   return { ok: true, record };
+}
+
+const NOT_GIVEN = Symbol('not given');
+
+function attributeIndex(attributes: readonly Attribute[], name: string): number {
+  for (let i = 0; i < attributes.length; i++) if (attributes[i].name === name) return i;
+  return -1;
 }
 
 export type ValueCheck = { value: unknown } | { error: string };

@@ -141,7 +141,10 @@ export class LuaBridge {
       return;
     }
     const object = value as Record<string, unknown>;
-    raw.lua_createtable(L, 0, Object.getOwnPropertyNames(object).length);
+    // Counted without an array of the names: this runs for every object of every payload.
+    let keys = 0;
+    for (const _key in object) keys++;
+    raw.lua_createtable(L, 0, keys);
     for (const key in object) {
       this.pushString(L, key);
       this.push(L, object[key]);

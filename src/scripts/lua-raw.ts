@@ -215,6 +215,21 @@ export class WasmStrings {
 }
 
 /**
+ * Short ASCII strings a worker reads over and over (the keys of every record a rule stores), decoded
+ * once: building one a character at a time left about 1.6 KB of garbage per sample payload, which
+ * made the worker's young generation overflow into its old one (docs/performance.md, "Memory").
+ * Slots are picked by a hash of the bytes and checked byte by byte, so a collision only costs a decode.
+ */
+const SHORT_STRING_SLOTS = 256;
+const shortStrings: string[] = new Array<string>(SHORT_STRING_SLOTS).fill('');
+
+function sameAscii(text: string, heap: Uint8Array, pointer: number, count: number): boolean {
+  if (text.length !== count) return false;
+  for (let i = 0; i < count; i++) if (text.charCodeAt(i) !== heap[pointer + i]) return false;
+  return true;
+}
+
+/**
  * emscripten's UTF8ToString, which wasmoon applies to every string it reads: the text ends at the
  * first NUL byte; more than 16 bytes go through TextDecoder, shorter ones through its own loop
  * (which treats malformed sequences its own way). `length` bounds the search for the NUL.
@@ -223,17 +238,23 @@ export function readCString(heap: Uint8Array, pointer: number, length: number): 
   let end = pointer;
   const limit = pointer + length;
   let ascii = true;
+  let hash = 0;
   while (end < limit) {
     const b = heap[end];
     if (b === 0) break;
     if (b >= 0x80) ascii = false;
+    hash = (Math.imul(hash, 31) + b) | 0;
     end++;
   }
   const count = end - pointer;
   if (count > 16) return utf8Decoder.decode(heap.subarray(pointer, end));
   let out = '';
   if (ascii) {
+    const slot = hash & (SHORT_STRING_SLOTS - 1);
+    const cached = shortStrings[slot];
+    if (sameAscii(cached, heap, pointer, count)) return cached;
     for (let i = pointer; i < end; i++) out += String.fromCharCode(heap[i]);
+    shortStrings[slot] = out;
     return out;
   }
   let b = pointer;

@@ -1,7 +1,7 @@
 /**
  * What `serve` loads (issue 15, memory on small gateways): the NATS client (about 10 MiB) only when the
- * uplink ships, nothing of the offline commands. A real process, with a module hook that lists every
- * module it resolves.
+ * uplink ships, prom-client only at the first scrape of /metrics, nothing of the offline commands. A
+ * real process, with a module hook that lists every module it resolves.
  */
 import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -52,6 +52,8 @@ describe('serve loads what it uses', () => {
     expect(modules.some((m) => m.endsWith('/dist/server.js')), 'the hook saw the service').toBe(true);
     expect(modules.filter((m) => /@nats-io|\/uplink\/(uplink|nats-link)\.js$/.test(m))).toEqual([]);
     expect(modules.filter((m) => /cli-transfers|cli-progress/.test(m))).toEqual([]);
+    // prom-client (about 4 MiB) waits for the first scrape of /metrics (test/reliability/observability.test.ts scrapes it).
+    expect(modules.filter((m) => /prom-client|\/http\/(metrics|uplink-metrics)\.js$/.test(m))).toEqual([]);
   }, 30_000);
 
   it('the NATS client once the uplink ships', async () => {
