@@ -7,8 +7,8 @@ import type { Audit } from './audit.js';
 import type { EngineView } from './deps.js';
 import { badParameter, required } from './params.js';
 import { withUuid } from './format.js';
-import { jsonBody, utf8Body } from './body.js';
-import { splitPayloads } from '../scripts/payloads.js';
+import { jsonBody } from './body.js';
+import { bodyPayloads } from '../scripts/payloads.js';
 import type { RequestCtx } from './request.js';
 import type { Guard, Router } from './router.js';
 
@@ -22,7 +22,7 @@ function waitParam(ctx: RequestCtx): boolean {
 
 /** Splits a push body into payloads: NDJSON gives one per non-blank line, anything else one in all. */
 export function pushPayloads(ctx: RequestCtx): string[] {
-  const payloads = splitPayloads(utf8Body(ctx, 'push body'), ctx.header('content-type') ?? '');
+  const payloads = bodyPayloads(ctx.body, ctx.header('content-type') ?? '');
   if (payloads.length === 0) throw new InvalidArgumentError('push body is empty: send one payload (or NDJSON lines)');
   return payloads;
 }
