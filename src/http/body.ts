@@ -12,7 +12,8 @@ import type { RequestCtx } from './request.js';
  */
 export function readBody(ex: Exchange, limitBytes: number, done: () => void): void {
   const declared = ex.ctx.header('content-length');
-  if (declared !== undefined && /^[0-9]+$/.test(declared) && Number(declared) > limitBytes) {
+  const declaredBytes = declared !== undefined && /^[0-9]+$/.test(declared) ? Number(declared) : undefined;
+  if (declaredBytes !== undefined && declaredBytes > limitBytes) {
     throw new PayloadTooLargeError(`request body is ${declared} bytes, more than the limit of ${limitBytes}`);
   }
   ex.readBody(
@@ -22,6 +23,7 @@ export function readBody(ex: Exchange, limitBytes: number, done: () => void): vo
       done();
     },
     () => ex.writeError(new PayloadTooLargeError(`request body is more than the limit of ${limitBytes} bytes`)),
+    declaredBytes,
   );
 }
 

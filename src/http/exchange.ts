@@ -93,22 +93,24 @@ export class Exchange {
 
   /**
    * Collects the body up to `limitBytes`, then calls `done` with it; past the limit `tooLarge` runs
-   * instead (once) and the rest is dropped.
+   * instead (once) and the rest is dropped. With the length declared (`declaredBytes`, at most the
+   * limit) the chunks are copied straight into one buffer of that size: no second copy to join them.
    */
-  readBody(limitBytes: number, done: (body: Buffer) => void, tooLarge: () => void): void {
+  readBody(limitBytes: number, done: (body: Buffer) => void, tooLarge: () => void, declaredBytes?: number): void {
     this.hookAbort();
-    const chunks: Buffer[] = [];
+    let body: Buffer = declaredBytes === undefined ? Buffer.alloc(0) : Buffer.allocUnsafe(declaredBytes);
     let size = 0;
     this.res.onData((chunk, isLast) => {
       if (!this.open) return;
-      size += chunk.byteLength;
-      if (size > limitBytes) {
-        chunks.length = 0;
+      if (size + chunk.byteLength > limitBytes) {
+        size = limitBytes + 1;
         tooLarge();
         return;
       }
-      if (chunk.byteLength > 0) chunks.push(chunk);
-      if (isLast) done(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
+      if (size + chunk.byteLength > body.length) body = grown(body, size, size + chunk.byteLength);
+      chunk.copy(body, size);
+      size += chunk.byteLength;
+      if (isLast) done(size === body.length ? body : body.subarray(0, size));
     });
   }
 
@@ -137,7 +139,7 @@ export class Exchange {
     this.res.onData((chunk, isLast) => {
       if (!this.open) return;
       if (chunk.byteLength > 0) {
-        queue.push(chunk);
+        queue.push(Buffer.from(chunk)); // a copy: the chunk is only valid during this callback
         queued += chunk.byteLength;
       }
       last = isLast;
@@ -288,4 +290,11 @@ export class PendingAnswers {
     clearTimeout(timer);
     return result;
   }
+}
+
+/** A buffer holding the first `used` bytes of `b`, with room for `bytes` (twice as much, or at least that). */
+function grown(b: Buffer, used: number, bytes: number): Buffer {
+  const g = Buffer.allocUnsafe(Math.max(bytes, 2 * b.length));
+  b.copy(g, 0, 0, used);
+  return g;
 }

@@ -1,8 +1,8 @@
 /**
  * The uWebSockets.js transport: the one place that touches uWS request, response and socket objects, so
  * it owns uWS's crash traps (ecosystem.md 2.3). `req` is read before the handler returns (it is invalid
- * after that); every write goes through `cork` with the status first; body chunks are copied (uWS neuters
- * their ArrayBuffer after the callback); HEAD answers are ended by hand. exchange.ts makes sure nothing
+ * after that); every write goes through `cork` with the status first; body chunks are views that the
+ * exchange copies during the callback (uWS neuters their ArrayBuffer after it); HEAD answers are ended by hand. exchange.ts makes sure nothing
  * touches a response after an abort or after it ended.
  */
 import { ListenError } from '../errors.js';
@@ -51,8 +51,8 @@ class UwsResponse implements TransportResponse {
   }
 
   onData(cb: (chunk: Buffer, isLast: boolean) => void): void {
-    // uWS neuters the ArrayBuffer after this callback: copy it.
-    this.res.onData((chunk, isLast) => cb(chunk.byteLength === 0 ? EMPTY : Buffer.from(new Uint8Array(chunk)), isLast));
+    // A view, not a copy: uWS neuters the ArrayBuffer after this callback, and the callee copies what it keeps.
+    this.res.onData((chunk, isLast) => cb(chunk.byteLength === 0 ? EMPTY : Buffer.from(chunk), isLast));
   }
 
   pause(): void {

@@ -42,7 +42,10 @@ export interface TransportResponse {
   remoteAddress(): string;
   /** `cb` runs once if the client goes away before the answer ended. Register before any await. */
   onAborted(cb: () => void): void;
-  /** The body as it comes, each chunk a Buffer the callee may keep; the last has `isLast` (it may be empty). */
+  /**
+   * The body as it comes; the last chunk has `isLast` (it may be empty). A chunk is valid only during the
+   * call (uWS reuses its memory): copy what is kept.
+   */
   onData(cb: (chunk: Buffer, isLast: boolean) => void): void;
   /** Stop and restart reading the body (uploads larger than memory). */
   pause(): void;

@@ -3,6 +3,7 @@
  * real worker threads, HTTP): RHILEX's sample script stores what is pushed.
  */
 import { readFile } from 'node:fs/promises';
+import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, query } from '../support/client.js';
 import { ADMIN, startService, type TestService } from '../support/service.js';
@@ -87,6 +88,43 @@ describe('inputs and rules over HTTP', () => {
     expect(r.body.data).toMatchObject({ accepted: 3, failed: 0 });
     const list = await query(base, `/api/v1/datacenter/queryDataList?uuid=${model}&select=id,temp`);
     expect(list.body.data.records).toEqual([{ id: 4, temp: 3 }, { id: 3, temp: 2 }, { id: 2, temp: 1 }, { id: 1, temp: 21 }]);
+  });
+
+  it('a body that arrives in many pieces is read whole, with and without Content-Length', async () => {
+    const lines = Array.from({ length: 40 }, (_, i) => payload({ t1: i, t2: i, t3: i, resistivity: i, conductivity: i, dissolved_oxygen: i, ph_value: i }));
+    const body = Buffer.from(`${lines.join('\n')}\n`);
+    const url = new URL(`${base}/api/v1/inends/push?uuid=${inend}`);
+    // Content-Length: the pieces are copied into one buffer of that size as they come.
+    const head = `POST ${url.pathname}${url.search} HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/x-ndjson\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`;
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = net.connect(Number(url.port), url.hostname, async () => {
+        socket.write(head);
+        for (let at = 0; at < body.length; at += 97) {
+          socket.write(body.subarray(at, at + 97));
+          await new Promise((r) => setTimeout(r, 1));
+        }
+      });
+      let text = '';
+      socket.on('data', (d) => (text += d.toString()));
+      socket.on('end', () => resolve(text));
+      socket.on('error', reject);
+    });
+    expect(answer.split('\r\n')[0]).toBe('HTTP/1.1 200 OK');
+    expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)).data).toMatchObject({ accepted: 40, failed: 0 });
+    // No Content-Length (chunked): the buffer grows.
+    const chunked = await fetch(url, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/x-ndjson' },
+      body: new ReadableStream({
+        start(controller) {
+          for (let at = 0; at < body.length; at += 61) controller.enqueue(body.subarray(at, at + 61));
+          controller.close();
+        },
+      }),
+      duplex: 'half',
+    } as RequestInit);
+    expect(chunked.status).toBe(200);
+    expect((await chunked.json()).data).toMatchObject({ accepted: 40, failed: 0 });
   });
 
   it('push auth: missing or wrong token 401, admin token is not a push token; empty body 400', async () => {
