@@ -124,7 +124,7 @@ describe('inputs and rules over HTTP', () => {
       duplex: 'half',
     } as RequestInit);
     expect(chunked.status).toBe(200);
-    expect((await chunked.json()).data).toMatchObject({ accepted: 40, failed: 0 });
+    expect(((await chunked.json()) as { data: unknown }).data).toMatchObject({ accepted: 40, failed: 0 });
   });
 
   it('push auth: missing or wrong token 401, admin token is not a push token; empty body 400', async () => {

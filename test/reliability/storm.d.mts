@@ -5,6 +5,7 @@ export interface StormCounts {
   records: number;
   pages: number;
   lastReads: number;
+  aggregates: number;
   exports: number;
   exportedRecords: number;
   clears: number;
