@@ -61,14 +61,19 @@ export class JsonOut {
   /** A non-negative safe integer. */
   uint(v: number): void {
     let digits = 1;
-    for (let t = v; t >= 10; t = Math.floor(t / 10)) digits++;
+    for (let t = 10; t <= v; t *= 10) digits++;
     const b = this.room(digits);
     let p = this.pos + digits;
     this.pos = p;
-    do {
+    while (v >= 0x80000000) {
       const r = v % 10;
       b[--p] = 0x30 + r;
       v = (v - r) / 10;
+    }
+    do {
+      const q = (v / 10) | 0;
+      b[--p] = 0x30 + v - q * 10;
+      v = q;
     } while (v > 0);
   }
 
@@ -86,4 +91,46 @@ export class JsonOut {
     else if (Number.isFinite(v)) this.ascii(String(v));
     else this.ascii('null');
   }
+
+  /**
+   * The msgpack float64 at `off` (8 big-endian bytes) as `number` prints it. Printing a double is the
+   * dearest step of a page (V8 takes 30 to 90 ns, and sensor values repeat), so the text of each is kept
+   * in a small table indexed by its bits; the text is a function of the bits alone, so any model may share it.
+   */
+  float64(src: Uint8Array, off: number): void {
+    const hi = (src[off] << 24) | (src[off + 1] << 16) | (src[off + 2] << 8) | src[off + 3];
+    const lo = (src[off + 4] << 24) | (src[off + 5] << 16) | (src[off + 6] << 8) | src[off + 7];
+    const slot = (Math.imul(hi ^ Math.imul(lo, 0x9e3779b1), 0x85ebca6b) >>> 0) % FLOAT_SLOTS;
+    const len = floatLengths[slot];
+    if (len > 0 && floatHi[slot] === hi && floatLo[slot] === lo) {
+      const b = this.room(len);
+      let p = this.pos;
+      for (let i = slot * FLOAT_TEXT_MAX, end = i + len; i < end; i++) b[p++] = floatTexts[i];
+      this.pos = p;
+      return;
+    }
+    for (let i = 0; i < 8; i++) F64_BYTES[7 - i] = src[off + i];
+    const v = F64[0];
+    if (!Number.isFinite(v)) return this.ascii('null');
+    const start = this.pos;
+    this.number(v);
+    const n = this.pos - start;
+    if (n > FLOAT_TEXT_MAX) return;
+    this.buf.copy(floatTexts, slot * FLOAT_TEXT_MAX, start, this.pos);
+    floatHi[slot] = hi;
+    floatLo[slot] = lo;
+    floatLengths[slot] = n;
+  }
 }
+
+const F64 = new Float64Array(1);
+const F64_BYTES = new Uint8Array(F64.buffer);
+
+/** Texts of doubles kept (about 130 KiB); the longest text of a double is 24 characters. */
+const FLOAT_SLOTS = 4093;
+const FLOAT_TEXT_MAX = 24;
+const floatHi = new Int32Array(FLOAT_SLOTS);
+const floatLo = new Int32Array(FLOAT_SLOTS);
+/** 0: the slot is empty. */
+const floatLengths = new Uint8Array(FLOAT_SLOTS);
+const floatTexts = Buffer.alloc(FLOAT_SLOTS * FLOAT_TEXT_MAX);

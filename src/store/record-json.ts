@@ -102,15 +102,6 @@ function valueBytes(b: Uint8Array, off: number, end: number): number {
   return n > 0 && off + n <= end ? n : -1;
 }
 
-const F64 = new Float64Array(1);
-const F64_BYTES = new Uint8Array(F64.buffer);
-
-/** msgpack floats are big-endian; the host is little-endian (frame.ts refuses others). */
-function f64be(b: Uint8Array, off: number): number {
-  for (let i = 0; i < 8; i++) F64_BYTES[7 - i] = b[off + i];
-  return F64[0];
-}
-
 const LITERAL_NULL = Buffer.from('null');
 const LITERAL_TRUE = Buffer.from('true');
 const LITERAL_FALSE = Buffer.from('false');
@@ -234,7 +225,7 @@ function writeValue(out: JsonOut, b: Buffer, at: number): boolean {
   else if (t === 0xc0) out.bytes(LITERAL_NULL, 0, 4);
   else if (t === 0xc2) out.bytes(LITERAL_FALSE, 0, 5);
   else if (t === 0xc3) out.bytes(LITERAL_TRUE, 0, 4);
-  else if (t === 0xcb) out.number(f64be(b, at + 1));
+  else if (t === 0xcb) out.float64(b, at + 1);
   else if (t === 0xcc) out.uint(b[at + 1]);
   else if (t === 0xcd) out.uint(u16(b, at + 1));
   else if (t === 0xce) out.uint(u32be(b, at + 1));

@@ -91,6 +91,19 @@ describe('ModelLog.pageJson', () => {
     await store.close();
   });
 
+  it('prints doubles right when their texts are kept (more doubles than the table holds, each page printed twice)', async () => {
+    const store = await openStore(tmpDir());
+    const log = await store.openModel('m', { fields: ['a', 'b'] });
+    const rand = prng(7);
+    const double = (): number => (rand() - 0.5) * 10 ** Math.floor(rand() * 40 - 20);
+    // Besides random doubles: doubles whose low 32 bits are all equal (k + 0.5) and whose high 32 bits are (1 + k ulp).
+    for (let i = 0; i < 6000; i++) log.save({ a: i % 2 ? double() : i + 0.5, b: i % 3 === 0 ? -1.2345678901234567e-6 : 1 + i * 2 ** -52 });
+    for (let round = 0; round < 2; round++) {
+      for (let current = 1; current <= 6; current++) await expectSameText(log, { current, size: 1000, order: 'desc' });
+    }
+    await store.close();
+  });
+
   it('prints update-last records, selects, and what records written before a field existed read', async () => {
     const store = await openStore(tmpDir(), { segmentBytesMax: 2048 });
     const log = await store.openModel('m', { fields: ['temp', 'label'], types: ['FLOAT', 'STRING'], defaults: [0, ''] });
