@@ -98,14 +98,15 @@ export class JsonOut {
    * in a small table indexed by its bits; the text is a function of the bits alone, so any model may share it.
    */
   float64(src: Uint8Array, off: number): void {
+    const t = (floatTable ??= newFloatTable());
     const hi = (src[off] << 24) | (src[off + 1] << 16) | (src[off + 2] << 8) | src[off + 3];
     const lo = (src[off + 4] << 24) | (src[off + 5] << 16) | (src[off + 6] << 8) | src[off + 7];
     const slot = (Math.imul(hi ^ Math.imul(lo, 0x9e3779b1), 0x85ebca6b) >>> 0) % FLOAT_SLOTS;
-    const len = floatLengths[slot];
-    if (len > 0 && floatHi[slot] === hi && floatLo[slot] === lo) {
+    const len = t.lengths[slot];
+    if (len > 0 && t.hi[slot] === hi && t.lo[slot] === lo) {
       const b = this.room(len);
       let p = this.pos;
-      for (let i = slot * FLOAT_TEXT_MAX, end = i + len; i < end; i++) b[p++] = floatTexts[i];
+      for (let i = slot * FLOAT_TEXT_MAX, end = i + len; i < end; i++) b[p++] = t.texts[i];
       this.pos = p;
       return;
     }
@@ -116,21 +117,35 @@ export class JsonOut {
     this.number(v);
     const n = this.pos - start;
     if (n > FLOAT_TEXT_MAX) return;
-    this.buf.copy(floatTexts, slot * FLOAT_TEXT_MAX, start, this.pos);
-    floatHi[slot] = hi;
-    floatLo[slot] = lo;
-    floatLengths[slot] = n;
+    this.buf.copy(t.texts, slot * FLOAT_TEXT_MAX, start, this.pos);
+    t.hi[slot] = hi;
+    t.lo[slot] = lo;
+    t.lengths[slot] = n;
   }
 }
 
 const F64 = new Float64Array(1);
 const F64_BYTES = new Uint8Array(F64.buffer);
 
-/** Texts of doubles kept (about 130 KiB); the longest text of a double is 24 characters. */
-const FLOAT_SLOTS = 4093;
+/** Texts of doubles kept: about 540 KiB, made on the first page printed; the longest text of a double is 24 characters. */
+const FLOAT_SLOTS = 16_381;
 const FLOAT_TEXT_MAX = 24;
-const floatHi = new Int32Array(FLOAT_SLOTS);
-const floatLo = new Int32Array(FLOAT_SLOTS);
-/** 0: the slot is empty. */
-const floatLengths = new Uint8Array(FLOAT_SLOTS);
-const floatTexts = Buffer.alloc(FLOAT_SLOTS * FLOAT_TEXT_MAX);
+
+interface FloatTable {
+  hi: Int32Array;
+  lo: Int32Array;
+  /** 0: the slot is empty. */
+  lengths: Uint8Array;
+  texts: Buffer;
+}
+
+let floatTable: FloatTable | undefined;
+
+function newFloatTable(): FloatTable {
+  return {
+    hi: new Int32Array(FLOAT_SLOTS),
+    lo: new Int32Array(FLOAT_SLOTS),
+    lengths: new Uint8Array(FLOAT_SLOTS),
+    texts: Buffer.alloc(FLOAT_SLOTS * FLOAT_TEXT_MAX),
+  };
+}
