@@ -61,14 +61,20 @@ function apiUrl(t: Target, s: Scenario): string {
   return s.current === 0 ? `${base}/queryLastData?${q}` : `${base}/queryDataList?${q}&current=${s.current}&size=${s.size}`;
 }
 
-async function measure(label: string, targetArgs: string[], scenarios: readonly Scenario[]): Promise<Map<string, Load>> {
+/** A scenario's load and the server process's CPU time per request answered in it (µs). */
+type MeasuredLoad = Load & { cpuUsPerRequest: number };
+
+async function measure(label: string, targetArgs: string[], scenarios: readonly Scenario[]): Promise<Map<string, MeasuredLoad>> {
   const target = await startTarget(label, targetArgs, progress);
-  const loads = new Map<string, Load>();
+  const loads = new Map<string, MeasuredLoad>();
   try {
     for (const s of scenarios) {
       progress(`  ${label}: ${s.name} (${WARM_UP_S} s warm-up, ${seconds} s)`);
       runWrk(apiUrl(target, s), connections, WARM_UP_S);
-      loads.set(s.name, runWrk(apiUrl(target, s), connections, seconds));
+      const cpuBefore = processCpuMs(target.child.pid!);
+      const load = runWrk(apiUrl(target, s), connections, seconds);
+      const cpuMs = processCpuMs(target.child.pid!) - cpuBefore;
+      loads.set(s.name, { ...load, cpuUsPerRequest: load.requests > 0 ? (cpuMs * 1000) / load.requests : 0 });
     }
     return loads;
   } finally {
@@ -232,6 +238,9 @@ async function main(): Promise<void> {
         { name: `${name}${suffix} req/s`, value: load.requestsPerS, unit: 'req/s', baseline: base.requestsPerS, better: 'higher', peers: peerValues(peers, name, (l) => l.requestsPerS) },
         { name: `${name}${suffix} p99`, value: load.p99Ms, unit: 'ms', baseline: base.p99Ms, better: 'lower', peers: peerValues(peers, name, (l) => l.p99Ms) },
       );
+      if (name !== LATEST) {
+        figures.push({ name: `${name}${suffix}, server CPU per request`, value: load.cpuUsPerRequest, unit: 'µs', baseline: base.cpuUsPerRequest, better: 'lower' });
+      }
     }
     figures.push(...(await latestRounds(writesPerS)));
   }
@@ -261,7 +270,8 @@ async function main(): Promise<void> {
       `${ROUND_S} s each (after a ${WARM_UP_S} s warm-up), so both meet the same share of the machine; "ours / ceiling" is the median of`,
       'the rounds\' ratios and the best round over the best round; p99 best and median of the rounds. Under writes,',
       `ours alone in the same rounds. wrk counts a request over its timeout (${WRK_TIMEOUT_S} s) as an error.`,
-      'The CPU rows are user + system time of the server process (all threads) from /proc over the requests answered: they',
+      'The CPU rows are user + system time of the server process (all threads) from /proc over the requests answered (for',
+      'queryDataList: in the measured run of the figure; the baseline column is the SQLite reference\'s): they',
       'do not depend on what else runs on the machine, so "by CPU per request" (the ceiling\'s CPU per request over ours)',
       'is the steady form of the same-core ratio, the requests/s rows the noisy one.',
       ...[...unanswered].map((what) => `No request answered within ${WRK_TIMEOUT_S} s: ${what} (shown as –).`),

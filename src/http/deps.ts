@@ -12,7 +12,7 @@ import type { TransfersView } from './backup-routes.js';
 import type { Uplink } from '../uplink/uplink.js';
 
 /** A published model's log, as the read, export, clear and recovery routes use it. */
-export type LogView = Pick<ModelLog, 'page' | 'aggregate' | 'latest' | 'iterate' | 'clear' | 'stats' | 'findings' | 'acknowledgeFindings'>;
+export type LogView = Pick<ModelLog, 'page' | 'pageJson' | 'aggregate' | 'latest' | 'iterate' | 'clear' | 'stats' | 'findings' | 'acknowledgeFindings'>;
 
 export type RegistryView = Pick<
   ModelRegistry,

@@ -172,7 +172,7 @@ export class Exchange {
   }
 
   /** A JSON answer; `close` ends the connection after it (an unread body would stay on it). */
-  writeJson(status: number, body: string, extra?: Readonly<Record<string, string>>, close = false): void {
+  writeJson(status: number, body: string | Uint8Array, extra?: Readonly<Record<string, string>>, close = false): void {
     if (!this.open) return;
     this.finish();
     this.tally(this, status);

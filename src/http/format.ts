@@ -1,6 +1,5 @@
 /** Timestamps and record shapes on the wire (contract section 4). All times are UTC. */
 import type { DataModel } from '../models/types.js';
-import type { RecordView } from '../store/types.js';
 
 /**
  * Formats whole seconds, remembering the last second formatted: the records of a page or an export
@@ -32,18 +31,8 @@ export function compactStamp(ms: number): string {
   return `${iso.slice(0, 4)}${iso.slice(5, 7)}${iso.slice(8, 10)}-${iso.slice(11, 13)}${iso.slice(14, 16)}${iso.slice(17, 19)}`;
 }
 
-/**
- * A copy of a store record with `create_at` formatted; key order (id, create_at, attributes in model
- * order) is kept. Never mutates the store's object, which may be its in-memory latest record.
- */
-export function formatRecord(record: RecordView, stamp: (ms: number) => string): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const key in record) {
-    const value = record[key];
-    out[key] = key === 'create_at' && typeof value === 'number' ? stamp(value) : value;
-  }
-  return out;
-}
+/** A copy of a store record with `create_at` formatted (the store prints pages the same way: record-json.ts). */
+export { formatRecord } from '../store/record-json.js';
 
 /** A created object as RHILEX answers it: `uuid` first, then the object's own fields. */
 export function withUuid(created: { uuid: string }): Record<string, unknown> {

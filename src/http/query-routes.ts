@@ -5,11 +5,14 @@
  */
 import { StateError } from '../errors.js';
 import type { RegistryView } from './deps.js';
-import { formatRecord, isoSeconds } from './format.js';
+import { isoSeconds } from './format.js';
 import { latestAnswer } from './latest-answer.js';
 import { pageCurrent, pageOrder, pageSize, required, selectFields } from './params.js';
+import { JsonReply } from './reply.js';
 import type { Guard, Router } from './router.js';
 import { timeRange } from './time-params.js';
+
+const ENVELOPE_END = Buffer.from('}}');
 
 export function publishedModel(registry: RegistryView, uuid: string) {
   const model = registry.get(uuid);
@@ -30,9 +33,10 @@ export function addQueryRoutes(router: Router, registry: RegistryView, dataSecre
       const range = timeRange(query);
       const model = publishedModel(registry, uuid);
       const select = selectFields(query, model);
-      const page = await registry.log(uuid).page({ current, size, order, select, ...range });
-      const records = page.records.map((record) => formatRecord(record, isoSeconds));
-      return { current, size, total: page.total, records };
+      const page = await registry.log(uuid).pageJson({ current, size, order, select, ...range }, isoSeconds);
+      // envelope({ current, size, total, records }), with the records printed by the store.
+      const head = `{"code":200,"msg":"Success","data":{"current":${current},"size":${size},"total":${page.total},"records":`;
+      return new JsonReply(Buffer.concat([Buffer.from(head), page.json, ENVELOPE_END]));
     });
 
     g.get('/queryLastData', (ctx) => {

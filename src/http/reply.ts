@@ -20,6 +20,14 @@ export class RawReply {
   ) {}
 }
 
+/**
+ * A success envelope already printed (a history page built from the stored bytes): sent as `envelope`'s
+ * text is, with the JSON headers.
+ */
+export class JsonReply {
+  constructor(readonly body: Uint8Array) {}
+}
+
 /** What a streaming producer writes to. */
 export interface StreamSink {
   /** false: the chunk is buffered but the client is slow; `await drain()` before writing more. */

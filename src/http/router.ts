@@ -21,7 +21,7 @@ import { checkHost } from './allowed-hosts.js';
 import { readBody } from './body.js';
 import type { ClientAddress } from './client-address.js';
 import { copyRequest, Exchange, PendingAnswers, type Tally } from './exchange.js';
-import { CORS_PREFLIGHT, envelope, RawReply, StreamReply } from './reply.js';
+import { CORS_PREFLIGHT, envelope, JsonReply, RawReply, StreamReply } from './reply.js';
 import type { RequestCtx } from './request.js';
 import type { TransportRequest, TransportResponse } from './wire.js';
 
@@ -37,7 +37,7 @@ export interface Guard {
 /** Open to anyone. */
 export const PUBLIC: Guard = { who: 'public', check() {} };
 
-/** Returns data (sent in the envelope), a RawReply or a StreamReply, or a promise of one; or throws. */
+/** Returns data (sent in the envelope), a JsonReply, RawReply or StreamReply, or a promise of one; or throws. */
 export type Handler = (ctx: RequestCtx) => unknown;
 
 export interface GroupOptions {
@@ -245,5 +245,6 @@ export class Router {
 function reply(ex: Exchange, value: unknown): void {
   if (value instanceof RawReply) return ex.writeRaw(value);
   if (value instanceof StreamReply) return ex.writeStream(value);
+  if (value instanceof JsonReply) return ex.writeJson(200, value.body);
   ex.writeJson(200, envelope(value));
 }

@@ -7,6 +7,7 @@
  * `from`, or whose summary starts at or after `to`, is skipped.
  */
 import fs from 'node:fs';
+import { FRAME_HEADER_BYTES, frameTs } from './frame.js';
 import { visitFrames, type BufferedBytes, type HeldSegments, type LostFn } from './reader.js';
 import type { Segment } from './segment.js';
 import { StatsTable, type FieldStats } from './stats-table.js';
@@ -101,7 +102,7 @@ async function readStraddles(
     const buf = scratch.subarray(0, end - start);
     readBytesSync(buffered, seg, buf, start, end);
     const builder = new BlockColumnsBuilder(b, columns, b - a + 1);
-    visitFrames(buf, a, b, lost, (_id, ts, from, to, replaces) => builder.add(ts, buf, from, to, replaces));
+    visitFrames(buf, a, b, (frames, off, bytes, _id, again) => builder.add(frameTs(frames, off), frames, off + FRAME_HEADER_BYTES, off + bytes, again), lost);
     out[r] = builder.finish();
     straddleCache.put(summary, block, out[r]);
   }

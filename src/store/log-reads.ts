@@ -5,12 +5,14 @@
  */
 import type { Generation } from './generation.js';
 import { newestRecordId } from './segment.js';
-import { HeldSegments, bytesOf, decodeValues, fitRange, planParts, projection, readPlanned, readRange, toView, validatePage } from './reader.js';
-import type { LostFn, Projection } from './reader.js';
+import { HeldSegments, bytesOf, decodeValues, fitRange, planParts, projection, readPlanned, readPlannedFrames, readRange, toView, validatePage } from './reader.js';
+import type { LostFn, Part, Projection } from './reader.js';
+import { JsonOut } from './json-out.js';
+import { RecordJson, type Stamp } from './record-json.js';
 import { idRangeOf, type IdRange, type TimeRange } from './time-index.js';
 import type { FieldLayout } from './field-layout.js';
 import type { FileIo } from './file-io.js';
-import type { ExportRange, PageQuery, PageResult, RecordView } from './types.js';
+import type { ExportRange, PageJson, PageQuery, PageResult, RecordView } from './types.js';
 import { ITERATE_CHUNK_RECORDS, LATEST_PROJECTIONS_MAX, MIB, PAGE_BYTES_MAX } from './constants.js';
 import { InvalidArgumentError } from '../errors.js';
 
@@ -31,9 +33,13 @@ export async function idRangeOfTime(cx: ReadContext, g: Generation, range: TimeR
   }
 }
 
-/** One page; undefined when `g` stopped being current (a clear) while the time range was looked up. */
-export async function readPage(cx: ReadContext, g: Generation, q: PageQuery, current: () => boolean): Promise<PageResult | undefined> {
-  const p = validatePage(q, cx.layout);
+/** The ids a page reads and the byte ranges holding them; undefined when `g` stopped being current. */
+interface PagePlan {
+  total: number;
+  parts: Part[];
+}
+
+async function planPage(cx: ReadContext, g: Generation, q: PageQuery, current: () => boolean): Promise<PagePlan | undefined> {
   let firstId = g.segments[0].firstId;
   let lastId = newestRecordId(g.segments);
   if (q.fromMs !== undefined || q.toMs !== undefined) {
@@ -44,19 +50,83 @@ export async function readPage(cx: ReadContext, g: Generation, q: PageQuery, cur
   const skip = (q.current - 1) * q.size;
   const lo = q.order === 'asc' ? firstId + skip : Math.max(firstId, lastId - skip - q.size + 1);
   const hi = q.order === 'asc' ? Math.min(lastId, firstId + skip + q.size - 1) : lastId - skip;
-  if (lo > hi) return { total, records: [] };
-  const plan = planParts(g.segments, lo, hi);
-  const bytes = bytesOf(plan);
+  if (lo > hi) return { total, parts: [] };
+  const parts = planParts(g.segments, lo, hi);
+  const bytes = bytesOf(parts);
   if (bytes > PAGE_BYTES_MAX) {
     throw new InvalidArgumentError(
       `size: a page of ${q.size} records here reads ${Math.ceil(bytes / MIB)} MiB of stored records, more than the ` +
         `${PAGE_BYTES_MAX / MIB} MiB a page may; ask for fewer records per page`,
     );
   }
-  const recs = await readPlanned(cx.io, g.buffer, plan, cx.lost);
+  return { total, parts };
+}
+
+/** One page; undefined when `g` stopped being current (a clear) while the time range was looked up. */
+export async function readPage(cx: ReadContext, g: Generation, q: PageQuery, current: () => boolean): Promise<PageResult | undefined> {
+  const p = validatePage(q, cx.layout);
+  const plan = await planPage(cx, g, q, current);
+  if (plan === undefined) return undefined;
+  const recs = await readPlanned(cx.io, g.buffer, plan.parts, cx.lost);
   const records = recs.map((r) => toView(p, r.id, r.ts, decodeValues(r.payload)));
   if (q.order === 'desc') records.reverse();
-  return { total, records };
+  return { total: plan.total, records };
+}
+
+/** The printer of every field, per layout (a new layout comes with every attribute change). */
+const fullPrinters = new WeakMap<FieldLayout, RecordJson>();
+
+function printerOf(layout: FieldLayout, q: PageQuery): RecordJson {
+  const p = validatePage(q, layout);
+  if (q.select !== undefined) return new RecordJson(p);
+  let printer = fullPrinters.get(layout);
+  if (printer === undefined) {
+    printer = new RecordJson(p);
+    fullPrinters.set(layout, printer);
+  }
+  return printer;
+}
+
+/**
+ * readPage as JSON text: the JSON array of the page's records, printed from the frames read (record-json.ts)
+ * with no RecordView in between; the same text as JSON.stringify of readPage's records with create_at
+ * stamped (formatRecord).
+ */
+export async function readPageJson(cx: ReadContext, g: Generation, q: PageQuery, stamp: Stamp, current: () => boolean): Promise<PageJson | undefined> {
+  const printer = printerOf(cx.layout, q);
+  const plan = await planPage(cx, g, q, current);
+  if (plan === undefined) return undefined;
+  const bufs: Buffer[] = [];
+  const offs: number[] = [];
+  const lens: number[] = [];
+  let frameBytes = 0;
+  await readPlannedFrames(
+    cx.io,
+    g.buffer,
+    plan.parts,
+    (buf, off, bytes, _id, again) => {
+      if (again) {
+        frameBytes -= lens.pop()!;
+        bufs.pop();
+        offs.pop();
+      }
+      bufs.push(buf);
+      offs.push(off);
+      lens.push(bytes);
+      frameBytes += bytes;
+    },
+    cx.lost,
+  );
+  const n = bufs.length;
+  const out = new JsonOut(2 * frameBytes + n * printer.keyBytes + 2);
+  out.ascii('[');
+  for (let k = 0; k < n; k++) {
+    const i = q.order === 'desc' ? n - 1 - k : k;
+    if (k > 0) out.ascii(',');
+    printer.write(out, bufs[i], offs[i], lens[i], stamp);
+  }
+  out.ascii(']');
+  return { total: plan.total, json: out.buf.subarray(0, out.pos) };
 }
 
 /** The newest record, from memory: each projection is made once per record (the HMI polls it). */

@@ -12,7 +12,8 @@ import { Generation, type GenerationConfig } from './generation.js';
 import { LatencyHistogram } from './latency.js';
 import { addLostRange, createModelDirSync, openModelDirSync } from './recovery.js';
 import { HeldSegments } from './reader.js';
-import { type ReadContext, idRangeOfTime, iterateRecords, latestOf, readPage } from './log-reads.js';
+import { type ReadContext, idRangeOfTime, iterateRecords, latestOf, readPage, readPageJson } from './log-reads.js';
+import type { Stamp } from './record-json.js';
 import type { RetentionFloor } from './retention.js';
 import { LogRetention } from './log-retention.js';
 import { newGeneration } from './generation-file.js';
@@ -38,6 +39,7 @@ import type {
   ModelLogStats,
   ModelSpec,
   PageQuery,
+  PageJson,
   PageResult,
   RecordView,
   RecoveryFindings,
@@ -255,6 +257,12 @@ export class ModelLog {
   async page(q: PageQuery): Promise<PageResult> {
     const g = this.gen;
     return (await readPage(this.reads, g, q, () => this.gen === g)) ?? this.page(q);
+  }
+
+  /** `page` as JSON text, printed from the stored bytes (record-json.ts); `stamp` prints create_at. */
+  async pageJson(q: PageQuery, stamp: Stamp): Promise<PageJson> {
+    const g = this.gen;
+    return (await readPageJson(this.reads, g, q, stamp, () => this.gen === g)) ?? this.pageJson(q, stamp);
   }
 
   /** The ids of the records whose create_at lies in [fromMs, toMs): a binary search (time-index.ts), never a scan. */

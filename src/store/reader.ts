@@ -62,11 +62,16 @@ export function readRange(
  * here, before any await, and released by the same captured handles.
  */
 export async function readPlanned(io: FileIo, buffered: BufferedBytes, parts: readonly Part[], lost: LostFn): Promise<StoredRecord[]> {
+  const out: StoredRecord[] = [];
+  await readPlannedFrames(io, buffered, parts, keepInto(out), lost);
+  return out;
+}
+
+/** readPlanned handing each frame kept to `keep`, in id order, without making a record of it. */
+export async function readPlannedFrames(io: FileIo, buffered: BufferedBytes, parts: readonly Part[], keep: KeepFrame, lost: LostFn): Promise<void> {
   const files = parts.map((p) => p.seg.file.retain());
   try {
-    const out: StoredRecord[] = [];
-    for (const p of parts) walkFrames(await readBytes(io, buffered, p), p.lo, p.hi, out, lost);
-    return out;
+    for (const p of parts) visitFrames(await readBytes(io, buffered, p), p.lo, p.hi, keep, lost);
   } finally {
     for (const f of files) f.release();
   }
@@ -164,23 +169,30 @@ export function planParts(segments: readonly Segment[], a: number, b: number): P
 }
 
 /**
- * Keeps the newest frame of each id in [lo, hi]. Every frame read back is checked again: its CRC, and its
- * id against the frame before it (mayFollowFrame, as the scan at open does). A frame failing either is
- * corruption: the walk resynchronises on the next valid frame and reports the ids in between lost.
+ * Receives each frame a walk keeps: `bytes` long at `off` in `buf`, CRC-checked. `again`: it has the id of
+ * the frame kept just before (an update-last), and replaces it.
  */
+export type KeepFrame = (buf: Buffer, off: number, bytes: number, id: number, again: boolean) => void;
+
+/** Keeps the newest frame of each id in [lo, hi] in `out` (see visitFrames). */
 export function walkFrames(buf: Buffer, lo: number, hi: number, out: StoredRecord[], lost: LostFn): void {
-  visitFrames(buf, lo, hi, lost, (id, ts, start, end, replaces) => {
-    const rec = { id, ts, payload: buf.subarray(start, end) };
-    if (replaces) out[out.length - 1] = rec;
-    else out.push(rec);
-  });
+  visitFrames(buf, lo, hi, keepInto(out), lost);
 }
 
-/** Called with the payload's bytes [start, end) of buf; `replaces`: a newer frame of the id visited just before. */
-export type FrameVisitor = (id: number, ts: number, start: number, end: number, replaces: boolean) => void;
+function keepInto(out: StoredRecord[]): KeepFrame {
+  return (buf, off, bytes, id, again) => {
+    const rec = { id, ts: frameTs(buf, off), payload: buf.subarray(off + FRAME_HEADER_BYTES, off + bytes) };
+    if (again) out[out.length - 1] = rec;
+    else out.push(rec);
+  };
+}
 
-/** walkFrames without a record object per frame: the same checks, the payload as a byte range. */
-export function visitFrames(buf: Buffer, lo: number, hi: number, lost: LostFn, visit: FrameVisitor): void {
+/**
+ * Hands the frames of ids in [lo, hi] to `keep`, in id order. Every frame read back is checked again: its
+ * CRC, and its id against the frame before it (mayFollowFrame, as the scan at open does). A frame failing
+ * either is corruption: the walk resynchronises on the next valid frame and reports the ids in between lost.
+ */
+export function visitFrames(buf: Buffer, lo: number, hi: number, keep: KeepFrame, lost: LostFn): void {
   let off = 0;
   let lastSeen = lo - 1;
   /** Id of the frame just walked; 0 at the start of the range and after a resync (no rule to check). */
@@ -199,7 +211,7 @@ export function visitFrames(buf: Buffer, lo: number, hi: number, lost: LostFn, v
     }
     if (id >= lo && id <= hi) {
       assert(id >= lastSeen, 'records come out in id order');
-      visit(id, frameTs(buf, off), off + FRAME_HEADER_BYTES, off + n, id === lastSeen);
+      keep(buf, off, n, id, id === lastSeen);
       lastSeen = id;
     }
     prevId = id;

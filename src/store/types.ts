@@ -74,6 +74,13 @@ export interface PageResult {
   records: RecordView[];
 }
 
+/** A page as JSON text (ModelLog.pageJson). */
+export interface PageJson {
+  total: number;
+  /** The JSON array of the page's records, as JSON.stringify prints them with create_at formatted. */
+  json: Buffer;
+}
+
 export interface ExportRange {
   fromId?: number;
   toId?: number;

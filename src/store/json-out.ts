@@ -1,0 +1,151 @@
+/**
+ * The byte writer record-json.ts prints into: one Buffer, doubled when full, with the few ways a JSON
+ * token gets in (copied bytes, ASCII, a JS string as JSON.stringify prints it, integers printed digit by
+ * digit, numbers as JavaScript prints them).
+ */
+
+/** A growing byte buffer that JSON text is written into. */
+export class JsonOut {
+  buf: Buffer;
+  pos = 0;
+
+  constructor(bytes: number) {
+    this.buf = Buffer.allocUnsafe(Math.max(256, bytes));
+  }
+
+  /** Makes room for `bytes` more and returns the buffer to write them to (it may be a new one). */
+  room(bytes: number): Buffer {
+    if (this.pos + bytes > this.buf.length) {
+      const next = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + bytes));
+      this.buf.copy(next, 0, 0, this.pos);
+      this.buf = next;
+    }
+    return this.buf;
+  }
+
+  bytes(src: Buffer, start: number, end: number): void {
+    const b = this.room(end - start);
+    let p = this.pos;
+    if (end - start > 32) p += src.copy(b, p, start, end);
+    else for (let i = start; i < end; i++) b[p++] = src[i];
+    this.pos = p;
+  }
+
+  /** Text known to be ASCII. */
+  ascii(s: string): void {
+    const b = this.room(s.length);
+    let p = this.pos;
+    for (let i = 0; i < s.length; i++) b[p++] = s.charCodeAt(i);
+    this.pos = p;
+  }
+
+  utf8(s: string): void {
+    this.room(s.length * 3);
+    this.pos += this.buf.write(s, this.pos, 'utf8');
+  }
+
+  /** A JS string as JSON.stringify prints it. */
+  string(s: string): void {
+    for (let i = 0; i < s.length; i++) {
+      const c = s.charCodeAt(i);
+      if (c < 0x20 || c > 0x7e || c === 0x22 || c === 0x5c) return this.utf8(JSON.stringify(s));
+    }
+    const b = this.room(s.length + 2);
+    let p = this.pos;
+    b[p++] = 0x22;
+    for (let i = 0; i < s.length; i++) b[p++] = s.charCodeAt(i);
+    b[p++] = 0x22;
+    this.pos = p;
+  }
+
+  /** A non-negative safe integer. */
+  uint(v: number): void {
+    let digits = 1;
+    for (let t = 10; t <= v; t *= 10) digits++;
+    const b = this.room(digits);
+    let p = this.pos + digits;
+    this.pos = p;
+    while (v >= 0x80000000) {
+      const r = v % 10;
+      b[--p] = 0x30 + r;
+      v = (v - r) / 10;
+    }
+    do {
+      const q = (v / 10) | 0;
+      b[--p] = 0x30 + v - q * 10;
+      v = q;
+    } while (v > 0);
+  }
+
+  int(v: number): void {
+    if (v < 0) {
+      this.room(1)[this.pos++] = 0x2d;
+      v = -v;
+    }
+    this.uint(v);
+  }
+
+  /** A number as JSON.stringify prints it: NaN and the infinities are `null`. */
+  number(v: number): void {
+    if (Number.isSafeInteger(v)) this.int(v);
+    else if (Number.isFinite(v)) this.ascii(String(v));
+    else this.ascii('null');
+  }
+
+  /**
+   * The msgpack float64 at `off` (8 big-endian bytes) as `number` prints it. Printing a double is the
+   * dearest step of a page (V8 takes 30 to 90 ns, and sensor values repeat), so the text of each is kept
+   * in a small table indexed by its bits; the text is a function of the bits alone, so any model may share it.
+   */
+  float64(src: Uint8Array, off: number): void {
+    const t = (floatTable ??= newFloatTable());
+    const hi = (src[off] << 24) | (src[off + 1] << 16) | (src[off + 2] << 8) | src[off + 3];
+    const lo = (src[off + 4] << 24) | (src[off + 5] << 16) | (src[off + 6] << 8) | src[off + 7];
+    const slot = (Math.imul(hi ^ Math.imul(lo, 0x9e3779b1), 0x85ebca6b) >>> 0) % FLOAT_SLOTS;
+    const len = t.lengths[slot];
+    if (len > 0 && t.hi[slot] === hi && t.lo[slot] === lo) {
+      const b = this.room(len);
+      let p = this.pos;
+      for (let i = slot * FLOAT_TEXT_MAX, end = i + len; i < end; i++) b[p++] = t.texts[i];
+      this.pos = p;
+      return;
+    }
+    for (let i = 0; i < 8; i++) F64_BYTES[7 - i] = src[off + i];
+    const v = F64[0];
+    if (!Number.isFinite(v)) return this.ascii('null');
+    const start = this.pos;
+    this.number(v);
+    const n = this.pos - start;
+    if (n > FLOAT_TEXT_MAX) return;
+    this.buf.copy(t.texts, slot * FLOAT_TEXT_MAX, start, this.pos);
+    t.hi[slot] = hi;
+    t.lo[slot] = lo;
+    t.lengths[slot] = n;
+  }
+}
+
+const F64 = new Float64Array(1);
+const F64_BYTES = new Uint8Array(F64.buffer);
+
+/** Texts of doubles kept: about 540 KiB, made on the first page printed; the longest text of a double is 24 characters. */
+const FLOAT_SLOTS = 16_381;
+const FLOAT_TEXT_MAX = 24;
+
+interface FloatTable {
+  hi: Int32Array;
+  lo: Int32Array;
+  /** 0: the slot is empty. */
+  lengths: Uint8Array;
+  texts: Buffer;
+}
+
+let floatTable: FloatTable | undefined;
+
+function newFloatTable(): FloatTable {
+  return {
+    hi: new Int32Array(FLOAT_SLOTS),
+    lo: new Int32Array(FLOAT_SLOTS),
+    lengths: new Uint8Array(FLOAT_SLOTS),
+    texts: Buffer.alloc(FLOAT_SLOTS * FLOAT_TEXT_MAX),
+  };
+}
