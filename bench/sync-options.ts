@@ -68,7 +68,9 @@ class TestFile {
     this.fd = fs.openSync(file, fs.constants.O_RDWR | fs.constants.O_CREAT | fs.constants.O_TRUNC | (o.dsync ? fs.constants.O_DSYNC : 0));
     fs.writeSync(this.fd, Buffer.alloc(HEADER_BYTES, 1), 0, HEADER_BYTES, 0);
     fs.fdatasyncSync(this.fd);
-    fs.fsyncSync(fs.openSync(join(file, '..'), 'r'));
+    const dirFd = fs.openSync(join(file, '..'), 'r');
+    fs.fsyncSync(dirFd);
+    fs.closeSync(dirFd);
   }
 
   /** Makes [pos, end) preallocated before a group is written there; counted in the timing. */
