@@ -19,6 +19,12 @@ export const SYNC_INTERVAL_MS_DEFAULT = 1000;
 export const WRITE_CHUNK_BYTES = 64 * KIB;
 /** Bytes accepted but not yet handed to the kernel; beyond this, writes are refused (UnavailableError). */
 export const WRITE_QUEUE_BYTES_MAX = 64 * MIB;
+/**
+ * Under `always`, a write that reaches the end of the active segment's file also writes this many zeros
+ * after its data, so the fdatasyncs of the writes that follow overwrite allocated blocks and do not commit
+ * a size change to the ext4 journal (docs/performance.md "sync = always"). Never past segmentBytesMax.
+ */
+export const PREALLOCATE_BYTES = 1 * MIB;
 /** Bytes of a segment written but not yet fdatasync'ed that are also kept in memory (see WriteBuffer: unsynced); beyond this an fdatasync is due. */
 export const UNSYNCED_BYTES_MAX = 16 * MIB;
 /** Flush delay when durability is not `always` (NATS coalesces for up to 8 ms). */

@@ -101,16 +101,22 @@ export class NodeFileIo implements FileIo {
 
 export const nodeFileIo: FileIo = new NodeFileIo();
 
-/** Writes all of `bufs` at `pos`, continuing after short writes. */
-export async function writeFully(io: FileIo, fd: number, bufs: Buffer[], pos: number): Promise<void> {
+/**
+ * Writes all of `bufs` at `pos`, continuing after short writes; returns the end of what was written.
+ * `ahead` (zeros that preallocate the file) rides the first writev only and may be cut short: a short
+ * count (no room left, say) ends it as soon as the data itself is written.
+ */
+export async function writeFully(io: FileIo, fd: number, bufs: Buffer[], pos: number, ahead?: Buffer): Promise<number> {
   let total = 0;
   for (const b of bufs) total += b.length;
   let done = 0;
   while (done < total) {
-    const n = await io.writev(fd, done === 0 ? bufs : remainder(bufs, done), pos + done);
+    const iov = done > 0 ? remainder(bufs, done) : ahead === undefined ? bufs : [...bufs, ahead];
+    const n = await io.writev(fd, iov, pos + done);
     if (n <= 0) throw Object.assign(new Error('write returned 0 bytes'), { code: 'EIO' });
     done += n;
   }
+  return pos + done;
 }
 
 function remainder(bufs: Buffer[], skip: number): Buffer[] {

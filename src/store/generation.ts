@@ -17,7 +17,7 @@ import { writeIndex } from './index-file.js';
 import { RECORD_BYTES_MAX, assert } from './constants.js';
 import type { ModelLogStats, RecordView, StoreOptions } from './types.js';
 
-export interface GenerationConfig extends Omit<WriterOptions, 'checkpoint' | 'durability' | 'syncIntervalMs'> {
+export interface GenerationConfig extends Omit<WriterOptions, 'checkpoint' | 'durability' | 'syncIntervalMs' | 'segmentBytesMax'> {
   options: StoreOptions;
   /** Whether ids [fromId, toId] were reported lost (recovery): a SAVE may continue after such a gap. */
   gapReported: (fromId: number, toId: number) => boolean;
@@ -56,6 +56,7 @@ export class Generation {
         ...writer,
         durability: options.durability,
         syncIntervalMs: options.syncIntervalMs,
+        segmentBytesMax: options.segmentBytesMax,
         checkpoint: () => (this.manifest ? this.manifest.write(() => manifestOf(this.segments)) : Promise.resolve()),
       },
       active,
@@ -135,6 +136,7 @@ export class Generation {
     const drained = await this.writer.drain();
     this.writer.close();
     if (drained && this.manifest) {
+      await this.writer.trimActive();
       await writeIndex(this.c.io, this.c.dir, this.segments[this.segments.length - 1]);
       await this.manifest.write(() => ({ ...manifestOf(this.segments), clean: true }));
     }

@@ -22,7 +22,7 @@ import {
   segmentName,
 } from './segment.js';
 import { applyIndex, encodeIndex, indexFits, indexOf, readIndexSync } from './index-file.js';
-import { scanSegment } from './scan.js';
+import { endOfNonZero, scanSegment } from './scan.js';
 import { type StoredFields, loadColumnsSync, writeFieldsSync } from './fields-file.js';
 import { type FieldLayout, type VisibleFields, layoutOf } from './field-layout.js';
 import { type FileIo, fsyncDirSync, writeFileAtomicSync } from './file-io.js';
@@ -167,13 +167,24 @@ function dropEmptyTail(dir: string, segNos: number[], cp: Checkpoint | undefined
     const synced = cp !== undefined && cp.segNo === last && cp.offset > SEGMENT_HEADER_BYTES;
     if (size > SEGMENT_HEADER_BYTES && (synced || firstFrameValid(file, size))) break;
     dropped = true;
-    report.truncatedBytes += Math.max(0, size - SEGMENT_HEADER_BYTES);
+    report.truncatedBytes += nonZeroTail(file, size);
     fs.rmSync(file, { force: true });
     fs.rmSync(`${dir}/${indexName(last)}`, { force: true });
     segNos.pop();
     fs.rmSync(`${dir}/${indexName(segNos[segNos.length - 1])}`, { force: true });
   }
   if (dropped) fsyncDirSync(dir);
+}
+
+/** Bytes after the header up to the last non-zero one (zeros written ahead are not data). */
+function nonZeroTail(file: string, size: number): number {
+  if (size <= SEGMENT_HEADER_BYTES) return 0;
+  const fd = fs.openSync(file, 'r');
+  try {
+    return endOfNonZero(fd, SEGMENT_HEADER_BYTES, size) - SEGMENT_HEADER_BYTES;
+  } finally {
+    fs.closeSync(fd);
+  }
 }
 
 function firstFrameValid(file: string, size: number): boolean {
@@ -269,8 +280,8 @@ function openActive(dir: string, seg: Segment, fd: number, size: number, m: Mani
   report.scannedBytes += scan.scannedBytes;
   report.lostRanges.push(...scan.lost);
   if (scan.goodEnd < size) {
+    report.truncatedBytes += endOfNonZero(fd, scan.goodEnd, size) - scan.goodEnd;
     fs.ftruncateSync(fd, scan.goodEnd);
-    report.truncatedBytes += size - scan.goodEnd;
   }
   fs.fdatasyncSync(fd);
   seg.bytes = seg.writtenBytes = seg.syncedBytes = scan.goodEnd;

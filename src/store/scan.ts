@@ -110,6 +110,21 @@ function record(seg: Segment, win: WindowReader, off: number, n: number, lost: S
   seg.setFrame(id, off, n, frameTs(win.buf, r), frameCrc(win.buf, r));
 }
 
+/**
+ * End of the last non-zero byte in [from, size), or `from`: a torn tail is reported up to there, and
+ * the zeros after it are not data (what a preallocated file holds past its frames, see PREALLOCATE_BYTES).
+ */
+export function endOfNonZero(fd: number, from: number, size: number): number {
+  const buf = Buffer.allocUnsafe(Math.min(WINDOW_BYTES, Math.max(0, size - from)));
+  for (let end = size; end > from; ) {
+    const start = Math.max(from, end - buf.length);
+    const n = fs.readSync(fd, buf, 0, end - start, start);
+    for (let i = n - 1; i >= 0; i--) if (buf[i] !== 0) return start + i + 1;
+    end = start;
+  }
+  return from;
+}
+
 /** Offset of the next valid frame with id >= minId, scanning window by window, or -1. */
 function resync(win: WindowReader, from: number, minId: number): number {
   let off = from;

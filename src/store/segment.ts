@@ -67,6 +67,12 @@ export class Segment {
   writtenBytes = SEGMENT_HEADER_BYTES;
   /** End of the bytes an fdatasync covered (moved by the write buffer, set at open). */
   syncedBytes = SEGMENT_HEADER_BYTES;
+  /**
+   * How long the writer made the file: past writtenBytes once zeros were written ahead (`always`, see
+   * PREALLOCATE_BYTES); a write ending past it writes zeros ahead again. Recovery leaves the file at
+   * `bytes`; a seal and a clean close trim the zeros.
+   */
+  fileBytes = SEGMENT_HEADER_BYTES;
   minTs = 0;
   maxTs = 0;
   lastFrameOffset = 0;

@@ -8,14 +8,19 @@ import { type FileIo, writeFully } from './file-io.js';
 import { type Segment, encodeSegmentHeader, segmentName } from './segment.js';
 import type { MemChunk, WriteBuffer } from './write-buffer.js';
 import { writeIndex } from './index-file.js';
-import { assert } from './constants.js';
+import { PREALLOCATE_BYTES, assert } from './constants.js';
 import type { LatencyHistogram } from './latency.js';
+import type { Durability } from './types.js';
 import type { SealedFdCache } from './sealed-fds.js';
 import type { WriteProgress } from './write-progress.js';
 
 export interface WriteStepsOptions {
   dir: string;
   io: FileIo;
+  /** `always` preallocates the active file (PREALLOCATE_BYTES), and then seals and closes trim it. */
+  durability: Durability;
+  /** Zeros written ahead never take a file past this size. */
+  segmentBytesMax: number;
   buffer: WriteBuffer;
   /** Observes the duration of every successful fdatasync of a segment file. */
   fsyncLatency?: LatencyHistogram | undefined;
@@ -28,6 +33,9 @@ export interface WriteStepsOptions {
   checkpoint: () => Promise<void>;
   onSealed: () => void;
 }
+
+/** Shared by every writer: only ever read (writev copies it into the page cache). */
+let zerosAhead: Buffer | undefined;
 
 export class WriteSteps {
   constructor(
@@ -48,7 +56,16 @@ export class WriteSteps {
     assert(seg.file.attached, 'segment file exists before its first write');
     const bufs = new Array<Buffer>(chunks.length);
     for (let i = 0; i < chunks.length; i++) bufs[i] = chunks[i].buf.subarray(0, chunks[i].len);
-    await seg.file.use((fd) => writeFully(this.o.io, fd, bufs, chunks[0].base));
+    const last = chunks[chunks.length - 1];
+    const ahead = this.aheadOf(seg, last.base + last.len);
+    try {
+      const end = await seg.file.use((fd) => writeFully(this.o.io, fd, bufs, chunks[0].base, ahead));
+      if (end > seg.fileBytes) seg.fileBytes = end;
+    } catch (e) {
+      // The cut-back truncates the file to writtenBytes: zeros written ahead go with it.
+      seg.fileBytes = seg.writtenBytes;
+      throw e;
+    }
     this.o.buffer.written(chunks);
     this.o.progress.wrote(chunks[chunks.length - 1].endLsn);
   }
@@ -73,6 +90,7 @@ export class WriteSteps {
    */
   async seal(seg: Segment, next: Segment, closed: () => boolean): Promise<void> {
     const progress = this.o.progress;
+    await this.trim(seg);
     await this.sync(seg);
     this.o.buffer.synced(seg, seg.writtenBytes);
     // Every byte written so far is the old segment's, and now synced.
@@ -88,6 +106,42 @@ export class WriteSteps {
     seg.sealedOnDisk = true;
     await this.o.checkpoint();
     this.o.onSealed();
+  }
+
+  /**
+   * The active file ends at its last frame again, fdatasync'ed (a clean close: recovery adopts a file only
+   * when its size is the checkpoint's offset). The writer is idle.
+   */
+  async trimActive(): Promise<void> {
+    const seg = this.fileSeg;
+    if (this.o.durability !== 'always' || !seg.file.attached) return;
+    await this.trim(seg);
+    await seg.file.use((fd) => this.o.io.fdatasync(fd));
+  }
+
+  /**
+   * Cuts the zeros written ahead (`always`) before a file stops being written: sealed files and the
+   * index's data end are exactly the frames. Always cut in that mode, not only when fileBytes says so:
+   * a write that failed may have left more than the cut-back could remove.
+   */
+  private async trim(seg: Segment): Promise<void> {
+    // A retried seal finds the file trimmed already (and open read-only).
+    if (this.o.durability !== 'always' || seg.sealedOnDisk) return;
+    assert(seg.writtenBytes === seg.bytes, 'a file is trimmed once all its frames are written');
+    await seg.file.use((fd) => this.o.io.ftruncate(fd, seg.bytes));
+    seg.fileBytes = seg.bytes;
+  }
+
+  /**
+   * The zeros to write after a write's data ending at `end`: under `always` when the data reaches the
+   * end of what the file holds, never past segmentBytesMax (a segment rolls before that).
+   */
+  private aheadOf(seg: Segment, end: number): Buffer | undefined {
+    if (this.o.durability !== 'always' || end < seg.fileBytes) return undefined;
+    const bytes = Math.min(PREALLOCATE_BYTES, this.o.segmentBytesMax - end);
+    if (bytes <= 0) return undefined;
+    zerosAhead ??= Buffer.alloc(PREALLOCATE_BYTES);
+    return zerosAhead.subarray(0, bytes);
   }
 
   /** fdatasync of a segment file; after a failed one, the bytes it may have dropped are written again first. */

@@ -48,6 +48,7 @@ export interface WriterOptions {
   io: FileIo;
   durability: Durability;
   syncIntervalMs: number;
+  segmentBytesMax: number;
   retryMs: number;
   /** Writes the manifest from the current in-memory state (checkpoint after a seal). */
   checkpoint: () => Promise<void>;
@@ -194,6 +195,12 @@ export class Writer {
     const done = new Promise<void>((r) => this.syncWaiters.push(r));
     this.kick();
     return done;
+  }
+
+  /** After a drain and close: the active file ends at its last frame (see WriteSteps.trimActive). */
+  trimActive(): Promise<void> {
+    assert(this.closed && !this.busy, 'the active file is trimmed by an idle, closed writer');
+    return this.steps.trimActive();
   }
 
   /** close(), then waits for the step in flight; a seal in progress stops after its current step. */

@@ -51,15 +51,22 @@ describe('torn tails (active segment, unclean shutdown)', () => {
     const base = await crashedModel();
     const file = `${base}/m/${segFiles(`${base}/m`)[0]}`;
     const offs = frameOffsets(file);
-    const size = fs.statSync(file).size;
+    const bytes = fs.readFileSync(file);
+    const size = bytes.length;
     const ends = [...offs.slice(1), size];
+    // The report stops at the last non-zero byte of the cut (zeros at the end are not told from preallocation).
+    const reported = (from: number, cut: number): number => {
+      let end = cut;
+      while (end > from && bytes[end - 1] === 0) end--;
+      return end - from;
+    };
     for (let cut = offs[N - 3]; cut < size; cut++) {
       const d = copyOf(base);
       fs.truncateSync(`${d}/m/${segFiles(`${d}/m`)[0]}`, cut);
       const { store, log } = await reopen(d);
       const whole = ends.filter((e) => e <= cut).length;
       expect(await allIds(log), `cut at ${cut}`).toEqual(range(1, whole));
-      expect(log.recovery.truncatedBytes).toBe(cut - (whole > 0 ? ends[whole - 1] : 32));
+      expect(log.recovery.truncatedBytes).toBe(reported(whole > 0 ? ends[whole - 1] : 32, cut));
       expect(log.recovery.lostRanges).toEqual([]);
       expect(log.latest()?.id).toBe(whole);
       expect(log.save(rec(whole + 1))).toBe(whole + 1);
@@ -68,16 +75,22 @@ describe('torn tails (active segment, unclean shutdown)', () => {
     }
   });
 
+  // Zeros after the last non-zero byte are what a preallocated file (sync = always) holds past its
+  // frames: cut, not reported as a lost tail.
   it.each([
-    ['a zero-filled tail (4 KiB)', Buffer.alloc(4096)],
-    ['a garbage tail', Buffer.from(Array.from({ length: 1500 }, (_, i) => (i * 151 + 7) & 0xff))],
-    ['a half frame header', Buffer.from([0x30, 0, 0, 0, 1, 2])],
-  ])('%s is cut and reported', async (_name, tail) => {
+    ['a zero-filled tail (4 KiB)', Buffer.alloc(4096), 0],
+    ['a garbage tail', Buffer.from(Array.from({ length: 1500 }, (_, i) => (i * 151 + 7) & 0xff)), 1500],
+    ['a half frame header', Buffer.from([0x30, 0, 0, 0, 1, 2]), 6],
+    ['a half frame header, then zeros', Buffer.concat([Buffer.from([0x30, 0, 0, 0, 1, 2]), Buffer.alloc(8192)]), 6],
+  ])('%s is cut and reported', async (_name, tail, reported) => {
     const d = copyOf(await crashedModel());
-    fs.appendFileSync(`${d}/m/${segFiles(`${d}/m`)[0]}`, tail);
+    const file = `${d}/m/${segFiles(`${d}/m`)[0]}`;
+    const size = fs.statSync(file).size;
+    fs.appendFileSync(file, tail);
     const { store, log } = await reopen(d);
     expect(await allIds(log)).toEqual(range(1, N));
-    expect(log.recovery.truncatedBytes).toBe(tail.length);
+    expect(log.recovery.truncatedBytes).toBe(reported);
+    expect(fs.statSync(file).size).toBe(size);
     expect(log.recovery.clean).toBe(false);
     await store.close();
     const again = await reopen(d);

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { FaultyIo, allIds, openModel, openStore, range, rec, removeTmpDirs, sleep, tmpDir } from './helpers.js';
+import { FaultyIo, allIds, frameBytesOf, openModel, openStore, range, rec, removeTmpDirs, sleep, tmpDir } from './helpers.js';
 import { StoreReadOnlyError } from '../../src/errors.js';
 import { NodeFileIo, nodeFileIo } from '../../src/store/file-io.js';
 import { FaultIo } from '../reliability/support/fault-io.js';
@@ -28,7 +28,7 @@ class PipelineIo extends NodeFileIo {
     if (pos < this.writtenEnd) this.rewrites++;
     else expect(pos).toBe(Math.max(this.writtenEnd, 32));
     const n = await nodeFileIo.writev(fd, bufs, pos);
-    this.writtenEnd = Math.max(this.writtenEnd, pos + n);
+    this.writtenEnd = Math.max(this.writtenEnd, pos + Math.min(n, frameBytesOf(bufs)));
     return n;
   }
 

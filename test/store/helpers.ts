@@ -68,6 +68,17 @@ export class FaultyIo extends NodeFileIo {
   }
 }
 
+/**
+ * Bytes of a segment writev that are frames: a last buffer of zeros is what the writer writes ahead to
+ * preallocate the file (sync = always; a frame never is all zeros).
+ */
+export function frameBytesOf(bufs: readonly Buffer[]): number {
+  let total = 0;
+  for (const b of bufs) total += b.length;
+  const last = bufs[bufs.length - 1];
+  return bufs.length > 1 && last.every((x) => x === 0) ? total - last.length : total;
+}
+
 export function segFiles(dir: string): string[] {
   return fs.readdirSync(dir).filter((n) => n.endsWith('.log')).sort();
 }

@@ -50,8 +50,11 @@ export class FaultIo extends NodeFileIo {
   firstFiredAt: number | undefined;
   /** Bytes zeroed by page drops, over the life of this layer. */
   droppedBytes = 0;
-  /** Size of each file (by inode) at its last good fdatasync: what survives a writeback error. */
-  private readonly syncedSize = new Map<number, number>();
+  /**
+   * The byte range of each file (by inode) written since its last good fdatasync: what a writeback error
+   * loses. A range, not the size: writes into a preallocated file (sync = always) do not change the size.
+   */
+  private readonly unsynced = new Map<number, { from: number; to: number }>();
 
   arm(fault: Fault): void {
     this.fault = fault;
@@ -81,37 +84,49 @@ export class FaultIo extends NodeFileIo {
   }
 
   override async writev(fd: number, bufs: Buffer[], pos: number): Promise<number> {
-    const ino = fs.fstatSync(fd).ino;
-    // A file the engine opened itself (recovery): what it held then was on disk.
-    if (!this.syncedSize.has(ino)) this.syncedSize.set(ino, fs.fstatSync(fd).size);
     const f = this.hit('pwrite', fdPath(fd));
-    if (f === undefined) return call((cb) => fs.writev(fd, bufs, pos, cb));
+    if (f === undefined) return this.wrote(fd, pos, await call<number>((cb) => fs.writev(fd, bufs, pos, cb)));
     const all = Buffer.concat(bufs);
     const part = all.subarray(0, Math.max(1, all.length >> 1));
-    if (f.mode === 'short') return call((cb) => fs.write(fd, part, 0, part.length, pos, cb));
-    if (f.mode === 'torn') await call((cb) => fs.write(fd, part, 0, part.length, pos, cb));
+    if (f.mode === 'short') return this.wrote(fd, pos, await call<number>((cb) => fs.write(fd, part, 0, part.length, pos, cb)));
+    if (f.mode === 'torn') this.wrote(fd, pos, await call<number>((cb) => fs.write(fd, part, 0, part.length, pos, cb)));
     throw injected(f.code, 'pwrite', fdPath(fd));
+  }
+
+  private wrote(fd: number, pos: number, n: number): number {
+    const ino = fs.fstatSync(fd).ino;
+    const r = this.unsynced.get(ino);
+    // A new object each time: an fdatasync tells by identity whether writes came in meanwhile.
+    this.unsynced.set(ino, r === undefined ? { from: pos, to: pos + n } : { from: Math.min(r.from, pos), to: Math.max(r.to, pos + n) });
+    return n;
   }
 
   override async fdatasync(fd: number): Promise<void> {
     const file = fdPath(fd);
-    const { ino, size: sizeAtStart } = fs.fstatSync(fd);
+    const { ino } = fs.fstatSync(fd);
+    const written = this.unsynced.get(ino);
     const f = this.hit('fdatasync', file);
     if (f === undefined) {
       await call<void>((cb) => fs.fdatasync(fd, (e) => cb(e, undefined)));
-      this.syncedSize.set(ino, sizeAtStart);
+      // Only what was written before it started is covered; writes during it append after that.
+      const now = this.unsynced.get(ino);
+      if (now === written) this.unsynced.delete(ino);
+      else if (now !== undefined && written !== undefined) this.unsynced.set(ino, { from: Math.max(now.from, written.to), to: now.to });
       return;
     }
-    if (f.dropPages) this.dropSince(fd, ino, sizeAtStart);
+    if (f.dropPages) this.dropSince(fd, ino);
     throw injected(f.code, 'fdatasync', file);
   }
 
-  /** Zeroes [last good sync, size at the failed sync's start): the disk never got those pages. */
-  private dropSince(fd: number, ino: number, end: number): void {
-    const from = this.syncedSize.get(ino);
-    if (from === undefined || end <= from) return;
-    fs.writeSync(fd, Buffer.alloc(end - from), 0, end - from, from);
-    this.droppedBytes += end - from;
+  /** Zeroes what was written since the last good fdatasync: the disk never got those pages. */
+  private dropSince(fd: number, ino: number): void {
+    const r = this.unsynced.get(ino);
+    if (r === undefined) return;
+    this.unsynced.delete(ino);
+    const end = Math.min(r.to, fs.fstatSync(fd).size);
+    if (end <= r.from) return;
+    fs.writeSync(fd, Buffer.alloc(end - r.from), 0, end - r.from, r.from);
+    this.droppedBytes += end - r.from;
   }
 
   override async createFile(file: string, head: Buffer): Promise<number> {
@@ -161,7 +176,7 @@ export class FaultIo extends NodeFileIo {
     const f = this.hit('open', file);
     if (f !== undefined) throw injected(f.code, 'open', file);
     const fd = await call<number>((cb) => fs.open(file, flags, cb));
-    this.syncedSize.set(fs.fstatSync(fd).ino, 0);
+    this.unsynced.delete(fs.fstatSync(fd).ino);
     return fd;
   }
 
