@@ -181,6 +181,7 @@ export function createMetrics(src: MetricsSources): Metrics {
   storeGauge('edge_store_records', 'Records stored per published model.', (s) => s.total);
   storeGauge('edge_store_bytes', 'Bytes of segment files per published model.', (s) => s.bytes);
   storeGauge('edge_store_segments', 'Segment files per published model.', (s) => s.segments);
+  storeGauge('edge_store_summary_bytes', 'Memory held by the aggregation summaries per published model (queryAggregate).', (s) => s.summaryBytes);
   storeGauge('edge_store_pending_sync_bytes', 'Bytes accepted but not yet covered by an fdatasync.', (s) => s.pendingSyncBytes);
   storeGauge(
     'edge_store_recovery_truncated_bytes',

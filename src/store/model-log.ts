@@ -342,6 +342,7 @@ export class ModelLog {
       recoveryTruncatedBytes: findings?.truncatedBytes ?? 0,
       recoveryLostIds: findings?.lostIds ?? 0,
       fsync: this.fsyncLatency.snapshot(),
+      summaryBytes: this.summaryBooks.get(this.gen)?.bytes(this.gen.segments) ?? 0,
       ...readOnlyStats(this.gen.writer, this.c.reserve),
     };
   }

@@ -99,6 +99,12 @@ export class SegmentSummary {
     return this.firstId + k * SUMMARY_BLOCK_RECORDS;
   }
 
+  /** Bytes of its arrays, both levels, and an estimate of its dictionary of non-numeric values. */
+  bytes(): number {
+    const arrays = [this.minTs, this.maxTs, this.records, this.coarseMinTs, this.coarseMaxTs, this.coarseRecords];
+    return arrays.reduce((n, a) => n + a.byteLength, 0) + this.table.bytes() + this.coarseTable.bytes();
+  }
+
   private startBlock(): void {
     if (this.blocks === this.minTs.length) {
       const cap = this.blocks * 2;

@@ -15,6 +15,8 @@ const SUM = 3;
 const FIRST = 4;
 const LAST = 5;
 export const STATS_PER_FIELD = 6;
+/** A dictionary entry's own cost in bytes (array slot, map entry, string header), an estimate. */
+const DICT_ENTRY_BYTES = 32;
 
 export interface FieldStats {
   n: number;
@@ -133,6 +135,15 @@ export class StatsTable {
     const x = this.stats[field][row * STATS_PER_FIELD + which];
     if (x !== x) return this.other(field, 2 * row + (which - FIRST)) ?? null;
     return this.bools[field] ? x === 1 : x;
+  }
+
+  /** Bytes of its arrays, and of its dictionary estimated (a string's characters at 2 bytes, 32 bytes an entry). */
+  bytes(): number {
+    let n = 0;
+    for (const s of this.stats) n += s.byteLength;
+    for (const r of this.refs) n += r?.byteLength ?? 0;
+    for (const v of this.dict) n += DICT_ENTRY_BYTES + (typeof v === 'string' ? 2 * v.length : 0);
+    return n;
   }
 
   /** The non-numeric first (key 2*row) or last (2*row+1) value of a field; undefined when there is none. */

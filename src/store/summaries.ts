@@ -46,6 +46,13 @@ export class SummaryBook {
     private readonly current: () => boolean,
   ) {}
 
+  /** Memory held by the summaries of `segments` (see SegmentSummary.bytes). */
+  bytes(segments: readonly Segment[]): number {
+    let n = 0;
+    for (const seg of segments) n += this.bySegment.get(seg)?.bytes() ?? 0;
+    return n;
+  }
+
   /** Summaries of `segments[i]` for each i in `which`, covering every id below `newestId` (exclusive). */
   ensure(held: HeldSegments, which: readonly number[], newestId: number): Promise<SegmentSummary[]> {
     return this.queue.run(async () => {

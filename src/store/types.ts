@@ -138,4 +138,6 @@ export interface ModelLogStats {
   readOnlySinceMs?: number;
   /** Durations of the fdatasyncs of segment files since the model was opened (see latency.ts). */
   fsync?: LatencySnapshot;
+  /** Memory the aggregation summaries of the current segments hold (their arrays; 0 before the first aggregation). */
+  summaryBytes: number;
 }

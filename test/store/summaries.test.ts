@@ -92,7 +92,10 @@ describe('aggregation from segment summaries', () => {
     fill(log, 1500, 137);
     await log.durable();
     expect(log.stats().segments).toBeGreaterThan(5);
+    expect(log.stats().summaryBytes).toBe(0); // nothing summarised before the first aggregation
     await checkRandom(log, 1, 1500 * 137);
+    // Per block of 64 records: min/max create_at and count, and 6 statistics of each of the 6 fields, in doubles.
+    expect(log.stats().summaryBytes).toBeGreaterThanOrEqual(Math.floor(1500 / 64) * (3 + 6 * 6) * 8);
     fill(log, 300, 137, 1500); // folded incrementally on the next call
     await checkRandom(log, 2, 1800 * 137);
     const all = await log.aggregate({ fromMs: T0, toMs: T0 + 86_400_000, intervalMs: 86_400_000, fields: ['seq'] });
@@ -166,7 +169,9 @@ describe('aggregation from segment summaries', () => {
     expect(total).toBe(log.stats().total - 1); // the corrupt record is in neither
     expect(fs.readFileSync(damaged).equals(sb)).toBe(false); // rebuilt
 
+    expect(log.stats().summaryBytes).toBeGreaterThan(0);
     await log.clear();
+    expect(log.stats().summaryBytes).toBe(0);
     expect(await log.aggregate({ fromMs: T0, toMs: T0 + 700_000, intervalMs: 1000, fields: ['temp'] })).toEqual([]);
     fill(log, 3, 1000, 700);
     close(await log.aggregate({ fromMs: T0, toMs: T0 + 800_000, intervalMs: 1000, fields: AGG_FIELDS }), await bruteForce(log, T0, T0 + 800_000, 1000));
