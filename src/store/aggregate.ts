@@ -14,7 +14,7 @@ import { StatsTable, type FieldStats } from './stats-table.js';
 import { COARSE_BLOCKS, SegmentSummary } from './segment-summary.js';
 import type { SummaryBook } from './summaries.js';
 import { straddleCache } from './straddle-cache.js';
-import { BlockColumnsBuilder, type BlockColumns, type ColumnValues } from './block-columns.js';
+import { BlockColumnsBuilder, ColumnPlan, type BlockColumns, type ColumnValues } from './block-columns.js';
 import { InvalidArgumentError } from '../errors.js';
 
 export const AGGREGATE_BUCKETS_MAX = 10_000;
@@ -86,6 +86,7 @@ async function readStraddles(
   let syncReads = 0;
   /** Blocks are read into this one buffer: the builder copies out what it keeps. */
   let scratch = Buffer.allocUnsafe(16 * 1024);
+  const plan = new ColumnPlan(columns);
   for (let r = 0; r < straddles.length; r++) {
     const { summary, block } = straddles[r];
     const a = summary.blockFirstId(block);
@@ -101,7 +102,7 @@ async function readStraddles(
     if (scratch.length < end - start) scratch = Buffer.allocUnsafe(Math.max(end - start, 2 * scratch.length));
     const buf = scratch.subarray(0, end - start);
     readBytesSync(buffered, seg, buf, start, end);
-    const builder = new BlockColumnsBuilder(b, columns, b - a + 1);
+    const builder = new BlockColumnsBuilder(b, plan, b - a + 1);
     visitFrames(buf, a, b, (frames, off, bytes, _id, again) => builder.add(frameTs(frames, off), frames, off + FRAME_HEADER_BYTES, off + bytes, again), lost);
     out[r] = builder.finish();
     straddleCache.put(summary, block, out[r]);
