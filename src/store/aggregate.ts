@@ -61,6 +61,8 @@ export function bucketSpan(q: AggregateQuery): { first: number; count: number } 
 interface Straddle {
   summary: SegmentSummary;
   block: number;
+  /** The block's last id this aggregation reads (a concurrent one may have folded newer ids into it). */
+  lastId: number;
 }
 
 /** Straddles read per bucket edge before this many yield to the event loop once. */
@@ -88,9 +90,8 @@ async function readStraddles(
   let scratch = Buffer.allocUnsafe(16 * 1024);
   const plan = new ColumnPlan(columns);
   for (let r = 0; r < straddles.length; r++) {
-    const { summary, block } = straddles[r];
+    const { summary, block, lastId: b } = straddles[r];
     const a = summary.blockFirstId(block);
-    const b = summary.blockLastId(block);
     const cached = straddleCache.get(summary, block, b, columns);
     if (cached) {
       out[r] = cached;
@@ -143,6 +144,9 @@ export async function aggregate(
   const summaries = await book.ensure(held, which, newestId);
 
   const { fromMs, toMs, intervalMs } = q;
+  // Summaries are shared: an aggregation called later may fold records written after this one was called
+  // into them while this one waits. Only ids below this call's newest record are taken from them.
+  const lastOwnId = newestId - 1;
   // What to merge, in id order: per unit its summary, the unit (a block k >= 0, or coarse row j as
   // -1 - j), and its bucket row when it lies whole in one bucket, else -1 - (its index in `straddles`).
   const bySummary: number[] = [];
@@ -157,14 +161,15 @@ export async function aggregate(
     if (s.tsMin >= toMs) return;
     const { minTs, maxTs, records } = s;
     const addBlocks = (from: number, to: number): void => {
-      for (let k = from; k < to; k++) {
+      for (let k = from; k < to && s.blockFirstId(k) <= lastOwnId; k++) {
         if (records[k] === 0 || maxTs[k] < fromMs || minTs[k] >= toMs) continue;
         bySummary.push(si);
         units.push(k);
-        const row = whole(minTs[k], maxTs[k]);
+        const lastId = Math.min(s.blockLastId(k), lastOwnId);
+        const row = lastId === s.blockLastId(k) ? whole(minTs[k], maxTs[k]) : -1;
         if (row >= 0) rows.push(row);
         else {
-          straddles.push({ summary: s, block: k });
+          straddles.push({ summary: s, block: k, lastId });
           rows.push(-straddles.length);
         }
       }
@@ -174,7 +179,8 @@ export async function aggregate(
       const lo = s.coarseMinTs[j];
       const hi = s.coarseMaxTs[j];
       if (s.coarseRecords[j] === 0 || hi < fromMs || lo >= toMs) continue;
-      const row = whole(lo, hi);
+      const ours = s.blockLastId((j + 1) * COARSE_BLOCKS - 1) <= lastOwnId;
+      const row = ours ? whole(lo, hi) : -1;
       if (row < 0) {
         addBlocks(j * COARSE_BLOCKS, (j + 1) * COARSE_BLOCKS);
         continue;
@@ -222,8 +228,8 @@ export async function aggregate(
     counts[row] += k >= 0 ? s.records[k] : s.coarseRecords[unitRow];
     for (let f = 0; f < fieldIndexes.length; f++) acc.merge(row, f, table, unitRow, fieldIndexes[f]);
   }
-  // A concurrent aggregation may have folded past this one's newest record (it was no longer the newest then).
-  if (newest !== undefined && !summaries.some((s) => s.coveredTo >= newest.id)) place(newest.ts, newest.values);
+  // Never taken from the summaries (see lastOwnId): update-last may still change it.
+  if (newest !== undefined) place(newest.ts, newest.values);
 
   const out: Bucket[] = [];
   for (let row = 0; row < span.count; row++) {

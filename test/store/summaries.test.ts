@@ -239,6 +239,26 @@ describe('aggregation from segment summaries', () => {
     await store.close();
   });
 
+  it('answers as of its call while a later aggregation folds newer records into the shared summaries', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    const store = await openStore(tmpDir(), { segmentBytesMax: 1024 * 1024 });
+    const log = await openModel(store);
+    fill(log, 30_000, 10);
+    await log.durable();
+    const window = { fromMs: T0, toMs: T0 + 400_000, fields: ['seq'] };
+    await log.aggregate({ ...window, intervalMs: 60_000 }); // summaries built
+    const expected = log.stats().total;
+    // About 300 blocks across a bucket edge: the first call yields to the event loop while it reads them.
+    const first = log.aggregate({ ...window, intervalMs: 1_007 });
+    vi.setSystemTime(T0 + 299_990); // stamped like the newest record: into its block and bucket
+    for (let i = 30_000; i < 30_005; i++) log.save(rec(i));
+    const later = log.aggregate({ ...window, intervalMs: 60_000 });
+    const [a, b] = await Promise.all([first, later]);
+    expect(a.reduce((n, x) => n + x.count, 0)).toBe(expected);
+    expect(b.reduce((n, x) => n + x.count, 0)).toBe(expected + 5);
+    await store.close();
+  });
+
   it('refuses unknown fields and more than 10,000 buckets', async () => {
     const store = await openStore(tmpDir());
     const log = await openModel(store);
