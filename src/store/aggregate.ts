@@ -6,9 +6,8 @@
  * clock step (placement never assumes sorted timestamps). A segment whose newest create_at is before
  * `from`, or whose summary starts at or after `to`, is skipped.
  */
-import fs from 'node:fs';
 import { FRAME_HEADER_BYTES, frameTs } from './frame.js';
-import { visitFrames, type BufferedBytes, type HeldSegments, type LostFn } from './reader.js';
+import { readBytesSync, visitFrames, type BufferedBytes, type HeldSegments, type LostFn } from './reader.js';
 import type { Segment } from './segment.js';
 import { StatsTable, type FieldStats } from './stats-table.js';
 import { COARSE_BLOCKS, SegmentSummary } from './segment-summary.js';
@@ -60,6 +59,7 @@ export function bucketSpan(q: AggregateQuery): { first: number; count: number } 
 
 interface Straddle {
   summary: SegmentSummary;
+  seg: Segment;
   block: number;
   /** The block's last id this aggregation reads (a concurrent one may have folded newer ids into it). */
   lastId: number;
@@ -74,23 +74,14 @@ const SYNC_READS_PER_TURN = 256;
  * round trip through the thread pool, so blocks are read synchronously, SYNC_READS_PER_TURN at a time,
  * the part still in memory (active segment) copied from the write buffer as readRange does.
  */
-async function readStraddles(
-  buffered: BufferedBytes,
-  segments: readonly Segment[],
-  which: readonly number[],
-  summaries: readonly SegmentSummary[],
-  straddles: readonly Straddle[],
-  columns: readonly number[],
-  lost: LostFn,
-): Promise<BlockColumns[]> {
-  const segOf = new Map<SegmentSummary, Segment>(summaries.map((s, i) => [s, segments[which[i]]]));
+async function readStraddles(buffered: BufferedBytes, straddles: readonly Straddle[], columns: readonly number[], lost: LostFn): Promise<BlockColumns[]> {
   const out = new Array<BlockColumns>(straddles.length);
   let syncReads = 0;
   /** Blocks are read into this one buffer: the builder copies out what it keeps. */
   let scratch = Buffer.allocUnsafe(16 * 1024);
   const plan = new ColumnPlan(columns);
   for (let r = 0; r < straddles.length; r++) {
-    const { summary, block, lastId: b } = straddles[r];
+    const { summary, seg, block, lastId: b } = straddles[r];
     const a = summary.blockFirstId(block);
     const cached = straddleCache.get(summary, block, b, columns);
     if (cached) {
@@ -98,7 +89,6 @@ async function readStraddles(
       continue;
     }
     if (++syncReads % SYNC_READS_PER_TURN === 0) await new Promise((resolve) => setImmediate(resolve));
-    const seg = segOf.get(summary) as Segment;
     const [start, end] = seg.byteRange(a, b);
     if (scratch.length < end - start) scratch = Buffer.allocUnsafe(Math.max(end - start, 2 * scratch.length));
     const buf = scratch.subarray(0, end - start);
@@ -109,22 +99,6 @@ async function readStraddles(
     straddleCache.put(summary, block, out[r]);
   }
   return out;
-}
-
-/** Bytes [start, end) of a segment, as readRange's reads take them: the file, then what is only in memory. */
-function readBytesSync(buffered: BufferedBytes, seg: Segment, out: Buffer, start: number, end: number): void {
-  const fileEnd = buffered.copyUnwritten(seg, out, start, end);
-  if (fileEnd <= start) return;
-  seg.file.useSync((fd) => readFullySync(fd, out.subarray(0, fileEnd - start), start));
-  buffered.copyUnsynced(seg, out, start, fileEnd);
-}
-
-function readFullySync(fd: number, buf: Buffer, pos: number): void {
-  for (let done = 0; done < buf.length; ) {
-    const n = fs.readSync(fd, buf, done, buf.length - done, pos + done);
-    if (n <= 0) throw new Error(`store invariant violated: segment file shorter than its index (at ${pos + done})`);
-    done += n;
-  }
 }
 
 export async function aggregate(
@@ -169,7 +143,7 @@ export async function aggregate(
         const row = lastId === s.blockLastId(k) ? whole(minTs[k], maxTs[k]) : -1;
         if (row >= 0) rows.push(row);
         else {
-          straddles.push({ summary: s, block: k, lastId });
+          straddles.push({ summary: s, seg: segments[which[si]], block: k, lastId });
           rows.push(-straddles.length);
         }
       }
@@ -191,7 +165,7 @@ export async function aggregate(
     }
     addBlocks(coarseRows * COARSE_BLOCKS, s.blocks);
   });
-  const reads = await readStraddles(buffered, segments, which, summaries, straddles, fieldIndexes, lost);
+  const reads = await readStraddles(buffered, straddles, fieldIndexes, lost);
 
   const acc = new StatsTable(fieldIndexes.length, span.count);
   const counts = new Float64Array(span.count);

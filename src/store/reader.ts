@@ -2,6 +2,7 @@
  * Reads: locate segments by id, read one contiguous byte range per segment, verify every frame read back,
  * keep the newest frame of each id, and turn payloads into RecordViews. Cost is O(records asked for).
  */
+import fs from 'node:fs';
 import { Unpackr } from 'msgpackr';
 import { checkFrame, findNextFrame, mayFollowFrame, frameId, frameTs, frameType, FRAME_HEADER_BYTES } from './frame.js';
 import { type FileIo, readFully } from './file-io.js';
@@ -90,6 +91,23 @@ async function readBytes(io: FileIo, buffered: BufferedBytes, p: Part): Promise<
     buffered.copyUnsynced(p.seg, out, p.start, fileEnd);
   }
   return out;
+}
+
+/**
+ * readBytes without the thread pool, for a few KiB mostly in the page cache (aggregate.ts's blocks across
+ * bucket edges), into `out` (end - start bytes). The caller holds the segment's file.
+ */
+export function readBytesSync(buffered: BufferedBytes, seg: Segment, out: Buffer, start: number, end: number): void {
+  const fileEnd = buffered.copyUnwritten(seg, out, start, end);
+  if (fileEnd <= start) return;
+  seg.file.useSync((fd) => {
+    for (let done = 0; done < fileEnd - start; ) {
+      const n = fs.readSync(fd, out, done, fileEnd - start - done, start + done);
+      if (n <= 0) throw new Error(`store invariant violated: segment file shorter than its index (at ${start + done})`);
+      done += n;
+    }
+  });
+  buffered.copyUnsynced(seg, out, start, fileEnd);
 }
 
 /**
