@@ -47,6 +47,7 @@ export function storeOptionsOf(config: Config): StoreOptions {
     clockJumpMaxMs: s.clockJumpMaxS * 1000,
     sealedFdsMax: s.sealedFdsMax,
     diskReserveBytes: s.diskReserveBytes,
+    compactSealed: s.compactSealed === 'on',
   };
 }
 

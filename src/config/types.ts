@@ -51,6 +51,8 @@ export interface Config {
     clockJumpMaxS: number;
     /** Idle fds of sealed segments the store keeps open (StoreOptions.sealedFdsMax). */
     sealedFdsMax: number;
+    /** Sealed segments are compacted (StoreOptions.compactSealed). */
+    compactSealed: 'on' | 'off';
     /** Free bytes below which writes are refused (StoreOptions.diskReserveBytes). */
     diskReserveBytes: number;
   };

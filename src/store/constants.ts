@@ -39,6 +39,8 @@ export const READ_ONLY_RETRY_MS_DEFAULT = 1000;
 export const SEALED_FDS_MAX_DEFAULT = 64;
 /** Sealed segments index every 64th id. */
 export const SPARSE_STRIDE = 64;
+/** The header every segment file starts with (segment.ts). */
+export const SEGMENT_HEADER_BYTES = 32;
 /** Distinct `select` projections of the newest record kept between two writes; bounds what a client can make us cache. */
 export const LATEST_PROJECTIONS_MAX = 64;
 /** Records decoded per chunk by the export iterator. */

@@ -4,7 +4,6 @@
  * against the log before it is made (the reads check them again: reader.ts walkFrames, scan.ts), the
  * active segment rolls when it is full or old, and the write buffer takes the bytes.
  */
-import fs from 'node:fs';
 import { FRAME_HEADER_BYTES, FRAME_SAVE, FRAME_SUPERSEDE, type FrameType, checkFrame, followsFrame, frameId, frameTs } from './frame.js';
 import { Segment, newestRecordId } from './segment.js';
 import { totalBytes } from './retention.js';
@@ -98,7 +97,7 @@ export class Generation {
     if (!seg?.file.attached) return;
     const b = Buffer.alloc(seg.bytes - seg.lastFrameOffset);
     const at = seg.lastFrameOffset;
-    seg.file.useSync((fd) => fs.readSync(fd, b, 0, b.length, at));
+    seg.file.readSync(b, 0, b.length, at);
     const n = checkFrame(b, 0, b.length);
     if (n <= 0) return;
     this.lastValues = decodeValues(b.subarray(FRAME_HEADER_BYTES, n));

@@ -12,6 +12,7 @@ import { Generation, type GenerationConfig } from './generation.js';
 import { LatencyHistogram } from './latency.js';
 import { addLostRange, createModelDirSync, openModelDirSync } from './recovery.js';
 import { HeldSegments } from './reader.js';
+import { Compactor } from './compactor.js';
 import { type ReadContext, idRangeOfTime, iterateRecords, latestOf, readPage, readPageJson } from './log-reads.js';
 import type { Stamp } from './record-json.js';
 import type { RetentionFloor } from './retention.js';
@@ -87,6 +88,7 @@ export class ModelLog {
   /** Kept across generations (clear), so the counts only grow. */
   private readonly fsyncLatency = new LatencyHistogram();
   private readonly clears = new SerialQueue();
+  private readonly compactor = new Compactor();
   private closed = false;
   /** Why save/updateLast are refused while a restore or import appends alone (see holdWrites). */
   private writesHeldFor: string | undefined;
@@ -120,7 +122,10 @@ export class ModelLog {
       io: c.io,
       options: c.options,
       retryMs: c.readOnlyRetryMs,
-      onSealed: () => this.inBackground('retention after a seal', () => this.enforceRetention()),
+      onSealed: () => {
+        this.inBackground('retention after a seal', () => this.enforceRetention());
+        this.compact();
+      },
       fsyncLatency: this.fsyncLatency,
       sealedFds: c.sealedFds,
       warn: c.warn,
@@ -128,6 +133,7 @@ export class ModelLog {
     };
     this.gen = new Generation(this.genConfig, opened.generation, opened.segments, opened.manifest, false);
     this.gen.loadNewest();
+    this.compact();
     this.timers.push(setInterval(() => this.inBackground('checkpoint', () => this.checkpoint()), CHECKPOINT_INTERVAL_MS));
     this.timers.push(setInterval(() => this.inBackground('retention', () => this.enforceRetention()), RETENTION_CHECK_INTERVAL_MS));
     for (const t of this.timers) t.unref();
@@ -354,6 +360,7 @@ export class ModelLog {
     for (const t of this.timers) clearInterval(t);
     await this.clears.run(async () => {});
     await this.retention.ended();
+    await this.compactor.ended();
     await this.gen.close();
   }
 
@@ -367,6 +374,7 @@ export class ModelLog {
     for (const t of this.timers) clearInterval(t);
     await this.clears.run(async () => {});
     await this.retention.ended();
+    await this.compactor.ended();
     await this.gen.writer.stop();
     await this.gen.release();
   }
@@ -392,6 +400,18 @@ export class ModelLog {
     return g.append(type, id, ts, values, payload);
   }
 
+  /** Queues the sealed segments of the open generation for compaction (compactor.ts), unless it is off. */
+  private compact(): void {
+    if (this.c.options.compactSealed === false || this.closed) return;
+    const g = this.gen;
+    this.compactor.schedule(g.segments, {
+      io: this.c.io,
+      dir: this.c.dir,
+      listed: (seg) => this.gen === g && !this.closed && g.segments.includes(seg),
+      warn: (m) => this.c.warn(`model ${this.modelId}: ${m}`),
+    });
+  }
+
   /** Work no caller waits for: a failure is logged, unless a close, drop or clear overtook the work. */
   private inBackground(what: string, work: () => Promise<void>): void {
     const g = this.gen;
@@ -415,6 +435,7 @@ export class ModelLog {
    */
   private async clearNow(old: Generation, fresh: Generation): Promise<void> {
     await this.retention.ended();
+    await this.compactor.ended();
     await old.writer.drain();
     old.writer.close();
     await old.release();

@@ -2,10 +2,9 @@
  * Reads: locate segments by id, read one contiguous byte range per segment, verify every frame read back,
  * keep the newest frame of each id, and turn payloads into RecordViews. Cost is O(records asked for).
  */
-import fs from 'node:fs';
 import { Unpackr } from 'msgpackr';
 import { checkFrame, findNextFrame, mayFollowFrame, frameId, frameTs, frameType, FRAME_HEADER_BYTES } from './frame.js';
-import { type FileIo, readFully } from './file-io.js';
+import type { FileIo } from './file-io.js';
 import type { Segment } from './segment.js';
 import type { WriteBuffer } from './write-buffer.js';
 import type { PageQuery, RecordView } from './types.js';
@@ -87,7 +86,7 @@ async function readBytes(io: FileIo, buffered: BufferedBytes, p: Part): Promise<
   const out = Buffer.allocUnsafe(p.end - p.start);
   const fileEnd = buffered.copyUnwritten(p.seg, out, p.start, p.end);
   if (fileEnd > p.start) {
-    await p.seg.file.use((fd) => readFully(io, fd, out, 0, fileEnd - p.start, p.start));
+    await p.seg.file.read(io, out, 0, fileEnd - p.start, p.start);
     buffered.copyUnsynced(p.seg, out, p.start, fileEnd);
   }
   return out;
@@ -100,13 +99,7 @@ async function readBytes(io: FileIo, buffered: BufferedBytes, p: Part): Promise<
 export function readBytesSync(buffered: BufferedBytes, seg: Segment, out: Buffer, start: number, end: number): void {
   const fileEnd = buffered.copyUnwritten(seg, out, start, end);
   if (fileEnd <= start) return;
-  seg.file.useSync((fd) => {
-    for (let done = 0; done < fileEnd - start; ) {
-      const n = fs.readSync(fd, out, done, fileEnd - start - done, start + done);
-      if (n <= 0) throw new Error(`store invariant violated: segment file shorter than its index (at ${start + done})`);
-      done += n;
-    }
-  });
+  seg.file.readSync(out, 0, fileEnd - start, start);
   buffered.copyUnsynced(seg, out, start, fileEnd);
 }
 

@@ -30,6 +30,8 @@ import { FRAME_BYTES_MAX, FRAME_HEADER_BYTES, checkFrame, frameBytes, u32 } from
 import type { RecoveryReport } from './types.js';
 import type { SealedFdCache } from './sealed-fds.js';
 import { loadGenerationSync, newGeneration, writeGenerationSync } from './generation-file.js';
+import { compactedName } from './zlog.js';
+import { inflateSync, openCompactedSync, settleCompacted } from './zlog-recovery.js';
 
 export interface OpenedModel {
   segments: Segment[];
@@ -76,7 +78,7 @@ export function openModelDirSync(io: FileIo, dir: string, modelId: string, visib
     rebuiltIndexes: 0,
     durationMs: 0,
   };
-  if (!fs.existsSync(`${dir}/${MANIFEST_FILE}`) && listSegments(dir).length === 0) {
+  if (!fs.existsSync(`${dir}/${MANIFEST_FILE}`) && listSegments(readdirOrEmpty(dir), new Set()).length === 0) {
     const seg = new Segment(1, 1, Date.now());
     const generation = newGeneration();
     const manifest = createModelDirSync(io, dir, seg, fields, generation);
@@ -90,9 +92,11 @@ export function openModelDirSync(io: FileIo, dir: string, modelId: string, visib
   const generation = loadGenerationSync(dir);
   const read = readManifestSync(dir);
   const m = read.manifest;
-  const segNos = retireBelow(dir, listSegments(dir), m?.firstSegNo ?? 0);
-  dropEmptyTail(dir, segNos, m?.checkpoint, report);
-  const segments = loadSegments(io, dir, segNos, m, report, fields, sealedFds);
+  const names = fs.readdirSync(dir);
+  const compacted = settleCompacted(dir, names);
+  const segNos = retireBelow(dir, listSegments(names, compacted), m?.firstSegNo ?? 0);
+  dropEmptyTail(dir, segNos, m?.checkpoint, report, compacted);
+  const segments = loadSegments(io, dir, segNos, m, report, fields, sealedFds, compacted);
   continueAfterHandedOut(dir, segments, m?.checkpoint.lastId ?? 0, report, sealedFds);
   const manifest = read.manifest ? ManifestWriter.openSync(io, dir, read.seq) : ManifestWriter.createSync(io, dir, manifestOf(segments));
   if (read.manifest) manifest.writeSync(manifestOf(segments));
@@ -121,17 +125,20 @@ export function manifestOf(segments: readonly Segment[]): Manifest {
   };
 }
 
-function listSegments(dir: string): number[] {
-  let names: string[];
+function readdirOrEmpty(dir: string): string[] {
   try {
-    names = fs.readdirSync(dir);
+    return fs.readdirSync(dir);
   } catch {
     return [];
   }
-  const nos: number[] = [];
+}
+
+/** The segments `names` hold as a `.log`, and those in `compacted` (as a `.zlog`), ascending. */
+function listSegments(names: readonly string[], compacted: ReadonlySet<number>): number[] {
+  const nos = [...compacted];
   for (const n of names) {
     const no = parseSegmentName(n);
-    if (no !== undefined) nos.push(no);
+    if (no !== undefined && !compacted.has(no)) nos.push(no);
   }
   return nos.sort((a, b) => a - b);
 }
@@ -147,6 +154,7 @@ function retireBelow(dir: string, segNos: number[], firstSegNo: number): number[
   for (const n of segNos) {
     if (keep.includes(n)) continue;
     fs.rmSync(`${dir}/${segmentName(n)}`, { force: true });
+    fs.rmSync(`${dir}/${compactedName(n)}`, { force: true });
     fs.rmSync(`${dir}/${indexName(n)}`, { force: true });
   }
   return keep;
@@ -158,10 +166,12 @@ function retireBelow(dir: string, segNos: number[], firstSegNo: number): number[
  * so ids continue from that segment's last frame and an update-last finds its record in the active
  * segment. A first frame the checkpoint vouches for (synced) is corruption, not a torn tail: kept.
  */
-function dropEmptyTail(dir: string, segNos: number[], cp: Checkpoint | undefined, report: RecoveryReport): void {
+function dropEmptyTail(dir: string, segNos: number[], cp: Checkpoint | undefined, report: RecoveryReport, compacted: Set<number>): void {
   let dropped = false;
   while (segNos.length > 1) {
     const last = segNos[segNos.length - 1];
+    // Only a sealed segment with frames is ever compacted (loadSegments makes it a `.log` if it is the last).
+    if (compacted.has(last)) break;
     const file = `${dir}/${segmentName(last)}`;
     const size = fs.statSync(file).size;
     const synced = cp !== undefined && cp.segNo === last && cp.offset > SEGMENT_HEADER_BYTES;
@@ -209,6 +219,7 @@ function loadSegments(
   report: RecoveryReport,
   fields: StoredFields,
   sealedFds: SealedFdCache,
+  compacted: Set<number>,
 ): Segment[] {
   if (segNos.length === 0) {
     const seg = new Segment(m?.firstSegNo ?? 1, m?.firstId ?? 1, Date.now());
@@ -220,6 +231,14 @@ function loadSegments(
   for (let i = 0; i < segNos.length; i++) {
     const isActive = i === segNos.length - 1;
     const prev = segments[i - 1];
+    if (compacted.has(segNos[i])) {
+      const seg = isActive ? undefined : openCompactedSync(dir, segNos[i], sealedFds);
+      if (seg !== undefined) {
+        segments.push(seg);
+        continue;
+      }
+      inflateSync(dir, segNos[i]);
+    }
     const file = `${dir}/${segmentName(segNos[i])}`;
     const fd = fs.openSync(file, 'r+');
     let kept = false;

@@ -8,11 +8,17 @@ import { indexName, newestRecordId, segmentName, type Segment } from './segment.
 import type { ManifestWriter } from './manifest.js';
 import { manifestOf } from './recovery.js';
 import { summaryName } from './summary-file.js';
+import { compactedName } from './zlog.js';
 import type { RetentionLimits } from './types.js';
+
+/** Bytes a segment takes on disk: its `.zlog` once compacted, else its logical bytes. */
+export function diskBytes(seg: Segment): number {
+  return seg.file.compactedBytes ?? seg.bytes;
+}
 
 export function totalBytes(segments: readonly Segment[]): number {
   let n = 0;
-  for (const s of segments) n += s.bytes;
+  for (const s of segments) n += diskBytes(s);
   return n;
 }
 
@@ -41,7 +47,7 @@ function heldByFloor(segments: readonly Segment[], floor: RetentionFloor | undef
   if (segments[0].lastId < keepFromId) return false;
   if (floor.backlogMaxBytes <= 0) return true;
   let backlogBytes = 0;
-  for (const s of segments) if (s.lastId >= keepFromId) backlogBytes += s.bytes;
+  for (const s of segments) if (s.lastId >= keepFromId) backlogBytes += diskBytes(s);
   return backlogBytes <= floor.backlogMaxBytes;
 }
 
@@ -71,6 +77,7 @@ export async function applyRetention(
     // Reads still holding the segment get its fd now, before the unlink (see SegmentFile.retire).
     head.file.retire();
     await io.remove(`${dir}/${segmentName(head.segNo)}`);
+    await io.remove(`${dir}/${compactedName(head.segNo)}`);
     await io.remove(`${dir}/${indexName(head.segNo)}`);
     await io.remove(`${dir}/${summaryName(head.segNo)}`);
     removed++;

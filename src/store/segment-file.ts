@@ -12,17 +12,27 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { assert } from './constants.js';
-import { errorCode } from './file-io.js';
+import { type FileIo, errorCode, readFully } from './file-io.js';
+import { type ChunkTable, readLogical, readLogicalSync } from './zlog.js';
 import type { SealedFdCache, SealedFdHolder } from './sealed-fds.js';
 import { UnavailableError } from '../errors.js';
+
+/** Where a sealed segment's reads open it: its `.log`, or its `.zlog` once compacted (with the chunk table). */
+interface SealedAt {
+  file: string;
+  cache: SealedFdCache;
+  table?: ChunkTable;
+}
 
 export class SegmentFile implements SealedFdHolder {
   private refs = 1;
   /** Operations running on the fd now (reads, the writer's steps); each also holds a reference. */
   private uses = 0;
   private fdOrUndefined: number | undefined;
+  /** What the open fd reads (undefined: the writer's fd of the `.log`); older than sealedAt after a compaction. */
+  private fdAt: SealedAt | undefined;
   /** Set once the segment is sealed on disk: where reads open it, within which budget. */
-  private sealedAt: { file: string; cache: SealedFdCache } | undefined;
+  private sealedAt: SealedAt | undefined;
   /** The fd was opened on demand and is accounted for by the cache. */
   private cached = false;
   /** The generation let go (retention, clear, close, drop, abandon). */
@@ -47,13 +57,56 @@ export class SegmentFile implements SealedFdHolder {
   }
 
   /**
-   * The segment is sealed on disk as `file`: reads open it on demand within `cache`'s budget from now on.
-   * The writer's fd is closed as soon as no operation uses it.
+   * The segment is sealed on disk as `file` (a `.zlog` when `table` is given, found so at open): reads open
+   * it on demand within `cache`'s budget from now on. The writer's fd is closed as soon as no operation uses it.
    */
-  seal(file: string, cache: SealedFdCache): void {
+  seal(file: string, cache: SealedFdCache, table?: ChunkTable): void {
     assert(this.refs > 0 && !this.retired && this.sealedAt === undefined, 'a listed segment file is sealed once');
-    this.sealedAt = { file, cache };
+    this.sealedAt = table === undefined ? { file, cache } : { file, cache, table };
     if (this.uses === 0 && this.fdOrUndefined !== undefined) this.closeFd();
+  }
+
+  /**
+   * The segment's `.zlog` replaced its `.log` (compactor.ts): reads open it from now on. An fd of the
+   * `.log` in use stays with its reads (the bytes are the same) and is closed when they end.
+   */
+  compacted(file: string, table: ChunkTable): void {
+    const at = this.sealedAt;
+    assert(this.refs > 0 && !this.retired && at !== undefined && at.table === undefined, 'a listed raw sealed segment is compacted once');
+    this.sealedAt = { file, cache: at.cache, table };
+    if (this.uses === 0 && this.fdOrUndefined !== undefined) this.closeFd();
+  }
+
+  get isCompacted(): boolean {
+    return this.sealedAt?.table !== undefined;
+  }
+
+  /** Bytes on disk when compacted (the logical bytes are the segment's `bytes` either way). */
+  get compactedBytes(): number | undefined {
+    return this.sealedAt?.table?.fileBytes;
+  }
+
+  /** Logical bytes [pos, pos + len) into out[at..], from the `.log` or through the `.zlog`'s chunks. */
+  async read(io: FileIo, out: Buffer, at: number, len: number, pos: number): Promise<void> {
+    const fd = this.acquire();
+    const table = this.fdAt?.table;
+    try {
+      if (table === undefined) await readFully(io, fd, out, at, len, pos);
+      else await readLogical(io, fd, table, out, at, len, pos);
+    } finally {
+      this.endUse();
+    }
+  }
+
+  readSync(out: Buffer, at: number, len: number, pos: number): void {
+    const fd = this.acquire();
+    const table = this.fdAt?.table;
+    try {
+      if (table === undefined) readRawSync(fd, out, at, len, pos);
+      else readLogicalSync(fd, table, out, at, len, pos);
+    } finally {
+      this.endUse();
+    }
   }
 
   retain(): this {
@@ -112,6 +165,7 @@ export class SegmentFile implements SealedFdHolder {
     if (this.fdOrUndefined !== undefined) return;
     try {
       this.fdOrUndefined = at.cache.openReadOnly(at.file);
+      this.fdAt = at;
     } catch (e) {
       this.lost = openError(at.file, e, 'kept open for a read in flight');
     }
@@ -130,6 +184,7 @@ export class SegmentFile implements SealedFdHolder {
         throw openError(at.file, e, 'opened for a read');
       }
       this.fdOrUndefined = fd;
+      this.fdAt = at;
       this.cached = true;
     } else if (this.cached) {
       this.sealedAt?.cache.touch(this);
@@ -142,9 +197,9 @@ export class SegmentFile implements SealedFdHolder {
   private endUse(): void {
     this.uses--;
     // A retired file keeps its fd for the reads that hold it; a listed sealed one gives it to the cache or,
-    // the writer's fd left over from before the seal, closes it.
+    // the writer's fd left over from before the seal or an fd of the file a compaction replaced, closes it.
     if (this.uses === 0 && this.fdOrUndefined !== undefined && this.sealedAt !== undefined && !this.retired) {
-      if (this.cached) this.sealedAt.cache.idle();
+      if (this.cached && this.fdAt === this.sealedAt) this.sealedAt.cache.idle();
       else this.closeFd();
     }
     this.release();
@@ -153,11 +208,20 @@ export class SegmentFile implements SealedFdHolder {
   private closeFd(): void {
     const fd = this.fdOrUndefined as number;
     this.fdOrUndefined = undefined;
+    this.fdAt = undefined;
     if (this.cached) {
       this.sealedAt?.cache.forget(this);
       this.cached = false;
     }
     closeQuietly(fd);
+  }
+}
+
+function readRawSync(fd: number, out: Buffer, at: number, len: number, pos: number): void {
+  for (let done = 0; done < len; ) {
+    const n = fs.readSync(fd, out, at + done, len - done, pos + done);
+    if (n <= 0) throw new Error(`store invariant violated: segment file shorter than its index (at ${pos + done})`);
+    done += n;
   }
 }
 

@@ -7,9 +7,9 @@ import fs from 'node:fs';
 import { crc32c } from './crc32c.js';
 import { FRAME_BYTES_MAX, u32, f64 } from './frame.js';
 import { SegmentFile } from './segment-file.js';
-import { assert, SPARSE_STRIDE } from './constants.js';
+import { assert, SEGMENT_HEADER_BYTES, SPARSE_STRIDE } from './constants.js';
 
-export const SEGMENT_HEADER_BYTES = 32;
+export { SEGMENT_HEADER_BYTES } from './constants.js';
 const MAGIC = 0x474f4c53; // "SLOG"
 const VERSION = 1;
 /** Initial length of an active segment's dense index (grown by doubling). */

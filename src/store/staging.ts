@@ -116,7 +116,7 @@ export class StagingLog {
       fields: c.spec.fields,
       ...(c.spec.types === undefined ? {} : { types: c.spec.types }),
       // Durable once, at commit (close fdatasyncs): a crash before it leaves garbage that open deletes.
-      options: { ...c.options, durability: 'none' },
+      options: { ...c.options, durability: 'none', compactSealed: false },
       retention: { maxRecords: 0, maxBytes: 0, maxAgeMs: 0 },
       io: c.io,
       readOnlyRetryMs: c.readOnlyRetryMs,

@@ -28,6 +28,8 @@ export interface StoreOptions {
   sealedFdsMax?: number;
   /** Below this much free space on the filesystem, writes are refused until space returns (default 0: off). */
   diskReserveBytes?: number;
+  /** Sealed segments are rewritten compressed in the background (compactor.ts; default true). */
+  compactSealed?: boolean;
 }
 
 /** Whole sealed segments are removed from the head while any limit is exceeded. 0 = no limit. */

@@ -1,0 +1,159 @@
+/**
+ * Compaction: each sealed segment is rewritten as a `.zlog` (zlog.ts) holding the same logical bytes in
+ * compressed chunks, then swapped in for its `.log` (SegmentFile.compacted) and the `.log` unlinked.
+ * The `.zlog` is complete and fsync'ed before its name appears (FileIo.replaceFile), so a crash leaves
+ * the `.log`, or both (recovery then keeps the `.zlog`). Runs on the main thread one segment at a time,
+ * in slices of at most SLICE_MS between turns of the event loop, and gives up a segment as soon as it is
+ * no longer listed by the open generation (retention, clear, close, restore).
+ */
+import { crc32c } from './crc32c.js';
+import { checkFrame } from './frame.js';
+import { type Segment, SEGMENT_HEADER_BYTES, decodeSegmentHeader, segmentName } from './segment.js';
+import { CHUNK_CODEC, CHUNK_STORED, type StoredChunk, buildZlog, compactedName } from './zlog.js';
+import { decodeChunk, encodeChunk } from './chunk-codec.js';
+import type { FileIo } from './file-io.js';
+import type { SegmentFile } from './segment-file.js';
+import { KIB, MIB, assert } from './constants.js';
+
+/** A sparse-index group larger than this (records near the 1 MiB limit) is stored as it is, in slices this big. */
+export const CHUNK_CODEC_BYTES_MAX = 256 * KIB;
+/** Logical bytes read from the `.log` per read. */
+const READ_BYTES_MAX = 1 * MIB;
+/** Work between two turns of the event loop, so reads and writes keep their latency. */
+const SLICE_MS = 2;
+
+export interface CompactionTarget {
+  io: FileIo;
+  dir: string;
+  /** The segment is still listed by the open generation it was queued from. */
+  listed: (seg: Segment) => boolean;
+  warn: (message: string) => void;
+}
+
+export class Compactor {
+  private readonly queue: Array<{ seg: Segment; target: CompactionTarget }> = [];
+  private readonly queued = new Set<Segment>();
+  private running: Promise<void> | undefined;
+
+  /** Queues the sealed segments of `segments` that are not compacted yet; they are compacted in order. */
+  schedule(segments: readonly Segment[], target: CompactionTarget): void {
+    for (const seg of segments) {
+      if (!seg.sealedOnDisk || seg.file.isCompacted || this.queued.has(seg)) continue;
+      this.queued.add(seg);
+      this.queue.push({ seg, target });
+    }
+    this.kick();
+  }
+
+  /** Resolves when the segment in work is done or given up (callers first make `listed` false). */
+  async ended(): Promise<void> {
+    while (this.running !== undefined) await this.running;
+  }
+
+  private kick(): void {
+    if (this.running !== undefined || this.queue.length === 0) return;
+    this.running = this.drain().finally(() => {
+      this.running = undefined;
+      this.kick();
+    });
+  }
+
+  private async drain(): Promise<void> {
+    for (let next = this.queue.shift(); next !== undefined; next = this.queue.shift()) {
+      this.queued.delete(next.seg);
+      try {
+        await compactSegment(next.seg, next.target);
+      } catch (e) {
+        if (next.target.listed(next.seg)) next.target.warn(`compaction of ${segmentName(next.seg.segNo)} failed (kept as it is): ${e instanceof Error ? e.message : String(e)}`);
+      }
+    }
+  }
+}
+
+/** Rewrites one sealed segment as a `.zlog` and swaps it in; leaves it as it is when it stops being listed. */
+export async function compactSegment(seg: Segment, t: CompactionTarget): Promise<void> {
+  const file = seg.file;
+  if (!t.listed(seg) || file.isCompacted || seg.count === 0) return;
+  file.retain();
+  try {
+    const header = Buffer.alloc(SEGMENT_HEADER_BYTES);
+    await file.read(t.io, header, 0, SEGMENT_HEADER_BYTES, 0);
+    const h = decodeSegmentHeader(header);
+    if (h?.segNo !== seg.segNo || h.firstId !== seg.firstId) return;
+    const chunks = await storedChunks(seg, file, t);
+    if (chunks === undefined) return;
+    const { data, table } = buildZlog(header, chunks, seg.bytes);
+    const zlog = `${t.dir}/${compactedName(seg.segNo)}`;
+    await t.io.replaceFile(zlog, data);
+    if (!t.listed(seg)) {
+      await t.io.remove(zlog);
+      return;
+    }
+    file.compacted(zlog, table);
+    await t.io.remove(`${t.dir}/${segmentName(seg.segNo)}`);
+  } finally {
+    file.release();
+  }
+}
+
+/** The chunks of the segment's logical bytes, read a window at a time; undefined once it is no longer listed. */
+async function storedChunks(seg: Segment, file: SegmentFile, t: CompactionTarget): Promise<StoredChunk[] | undefined> {
+  const bounds = chunkBounds(seg);
+  const chunks: StoredChunk[] = [];
+  let sliceStart = performance.now();
+  for (let k = 0; k < bounds.length - 1; ) {
+    let j = k + 1;
+    while (j < bounds.length - 1 && bounds[j + 1] - bounds[k] <= READ_BYTES_MAX) j++;
+    const window = Buffer.allocUnsafe(bounds[j] - bounds[k]);
+    await file.read(t.io, window, 0, window.length, bounds[k]);
+    for (let i = k; i < j; i++) {
+      chunks.push(...storeGroup(window.subarray(bounds[i] - bounds[k], bounds[i + 1] - bounds[k]), bounds[i]));
+      if (performance.now() - sliceStart < SLICE_MS) continue;
+      await new Promise((resolve) => setImmediate(resolve));
+      if (!t.listed(seg)) return undefined;
+      sliceStart = performance.now();
+    }
+    if (!t.listed(seg)) return undefined;
+    k = j;
+  }
+  return chunks;
+}
+
+/** Chunk boundaries: after the header, at each sparse-index group, at the end; strictly increasing. */
+function chunkBounds(seg: Segment): number[] {
+  const sparse = seg.sparse;
+  assert(sparse !== undefined && seg.bytes > SEGMENT_HEADER_BYTES, 'a sealed segment with frames is compacted');
+  const bounds = [SEGMENT_HEADER_BYTES];
+  for (let k = 1; k < sparse.length; k++) if (sparse[k] > bounds[bounds.length - 1] && sparse[k] < seg.bytes) bounds.push(sparse[k]);
+  bounds.push(seg.bytes);
+  return bounds;
+}
+
+/**
+ * One group's chunks: compressed when its frames all check, it is small enough, it shrinks and decodes back
+ * to the same bytes (checked before it is written); otherwise stored as it is, in slices.
+ */
+function storeGroup(logical: Buffer, logicalStart: number): StoredChunk[] {
+  if (logical.length <= CHUNK_CODEC_BYTES_MAX && wholeFrames(logical)) {
+    const stored = encodeChunk(logical);
+    if (stored.length < logical.length && decodeChunk(stored, logical.length).equals(logical)) {
+      return [{ logicalStart, logicalBytes: logical.length, logicalCrc: crc32c(logical, 0, logical.length), mode: CHUNK_CODEC, stored }];
+    }
+  }
+  const out: StoredChunk[] = [];
+  for (let at = 0; at < logical.length; at += CHUNK_CODEC_BYTES_MAX) {
+    const slice = Buffer.from(logical.subarray(at, Math.min(logical.length, at + CHUNK_CODEC_BYTES_MAX)));
+    out.push({ logicalStart: logicalStart + at, logicalBytes: slice.length, logicalCrc: crc32c(slice, 0, slice.length), mode: CHUNK_STORED, stored: slice });
+  }
+  return out;
+}
+
+function wholeFrames(b: Buffer): boolean {
+  let off = 0;
+  while (off < b.length) {
+    const n = checkFrame(b, off, b.length);
+    if (n <= 0) return false;
+    off += n;
+  }
+  return true;
+}
