@@ -400,6 +400,11 @@ export class ModelLog {
     return g.append(type, id, ts, values, payload);
   }
 
+  /** Resolves once no sealed segment waits for compaction (tests and benchmarks wait for it). */
+  compactionIdle(): Promise<void> {
+    return this.compactor.ended();
+  }
+
   /** Queues the sealed segments of the open generation for compaction (compactor.ts), unless it is off. */
   private compact(): void {
     if (this.c.options.compactSealed === false || this.closed) return;

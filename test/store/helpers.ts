@@ -25,8 +25,12 @@ export function removeTmpDirs(): void {
   for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
 }
 
+/**
+ * A store for tests that read, count or damage the bytes of `.log` files: sealed segments stay as written
+ * unless `compactSealed` is passed (compaction.test.ts and compaction-corruption.test.ts cover `.zlog`s).
+ */
 export async function openStore(rootDir: string, o: Partial<StoreOptions> = {}, hooks: StoreHooks = {}): Promise<Store> {
-  return Store.open(storeOptions({ rootDir, ...o }), hooks);
+  return Store.open(storeOptions({ rootDir, compactSealed: false, ...o }), hooks);
 }
 
 export async function openModel(store: Store, id = 'm'): Promise<ModelLog> {

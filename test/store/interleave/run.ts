@@ -182,9 +182,10 @@ class Run {
   /** Waits for everything in flight, then compares both logs whole, before and after a clean restart. */
   async finish(): Promise<void> {
     await driveUntil(this.s, Promise.all([...this.pending]), 'operations in flight');
+    await driveUntil(this.s, Promise.all(this.logs.map((l) => l.compactionIdle())), 'compaction');
     this.throwFailures();
     // No read in flight: each model's active segment, and at most the budget of idle sealed ones.
-    const segmentsOpen = openFilesUnder(this.dir).filter((f) => f.includes('.log'));
+    const segmentsOpen = openFilesUnder(this.dir).filter((f) => /\.z?log$/.test(f));
     expect(segmentsOpen.length, `segment files open: ${segmentsOpen.join(', ')}`).toBeLessThanOrEqual(MODELS.length + this.sealedFdsMax);
     for (let round = 0; round < 2; round++) {
       for (let i = 0; i < MODELS.length; i++) {
