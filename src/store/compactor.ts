@@ -1,17 +1,19 @@
 /**
  * Compaction: each sealed segment is rewritten as a `.zlog` (zlog.ts) holding the same logical bytes in
  * compressed chunks, then swapped in for its `.log` (SegmentFile.compacted) and the `.log` unlinked.
- * The `.zlog` is complete and fsync'ed before its name appears (FileIo.replaceFile), so a crash leaves
- * the `.log`, or both (recovery then keeps the `.zlog`). Runs on the main thread one segment at a time,
+ * The `.zlog` is written as `.zlog.tmp`, fdatasync'ed, renamed and its directory fsync'ed before the
+ * `.log` goes, so a crash leaves the `.log` (and a `.tmp` that the next open removes), or both (recovery
+ * then keeps the `.zlog`). Runs on the main thread one segment at a time,
  * in slices of at most SLICE_MS between turns of the event loop, and gives up a segment as soon as it is
  * no longer listed by the open generation (retention, clear, close, restore).
  */
+import fs from 'node:fs';
 import { crc32c } from './crc32c.js';
 import { checkFrame } from './frame.js';
 import { type Segment, SEGMENT_HEADER_BYTES, decodeSegmentHeader, segmentName } from './segment.js';
-import { CHUNK_CODEC, CHUNK_STORED, type StoredChunk, buildZlog, compactedName } from './zlog.js';
+import { CHUNK_CODEC, CHUNK_STORED, ChunkTableBuilder, type ChunkTable, type StoredChunk, ZLOG_HEADER_BYTES, compactedName, encodeZlogHeader } from './zlog.js';
 import { decodeChunk, encodeChunk } from './chunk-codec.js';
-import type { FileIo } from './file-io.js';
+import { type FileIo, writeFully } from './file-io.js';
 import type { SegmentFile } from './segment-file.js';
 import { KIB, MIB, assert } from './constants.js';
 
@@ -80,43 +82,62 @@ export async function compactSegment(seg: Segment, t: CompactionTarget): Promise
     await file.read(t.io, header, 0, SEGMENT_HEADER_BYTES, 0);
     const h = decodeSegmentHeader(header);
     if (h?.segNo !== seg.segNo || h.firstId !== seg.firstId) return;
-    const chunks = await storedChunks(seg, file, t);
-    if (chunks === undefined) return;
-    const { data, table } = buildZlog(header, chunks, seg.bytes);
     const zlog = `${t.dir}/${compactedName(seg.segNo)}`;
-    await t.io.replaceFile(zlog, data);
-    if (!t.listed(seg)) {
-      await t.io.remove(zlog);
-      return;
+    const table = await writeZlog(seg, file, header, `${zlog}.tmp`, t).catch(async (e: unknown) => {
+      await t.io.remove(`${zlog}.tmp`).catch(() => {});
+      throw e;
+    });
+    if (table !== undefined && t.listed(seg)) {
+      await t.io.rename(`${zlog}.tmp`, zlog);
+      await t.io.fsyncDir(t.dir);
+      if (t.listed(seg)) {
+        file.compacted(zlog, table);
+        await t.io.remove(`${t.dir}/${segmentName(seg.segNo)}`);
+        return;
+      }
     }
-    file.compacted(zlog, table);
-    await t.io.remove(`${t.dir}/${segmentName(seg.segNo)}`);
+    await t.io.remove(`${zlog}.tmp`);
+    await t.io.remove(zlog);
   } finally {
     file.release();
   }
 }
 
-/** The chunks of the segment's logical bytes, read a window at a time; undefined once it is no longer listed. */
-async function storedChunks(seg: Segment, file: SegmentFile, t: CompactionTarget): Promise<StoredChunk[] | undefined> {
+/**
+ * Writes the `.zlog` as `tmp`, a read window at a time (memory stays at one window and the table), and
+ * fdatasyncs it; its chunk table, or undefined once the segment is no longer listed.
+ */
+async function writeZlog(seg: Segment, file: SegmentFile, header: Buffer, tmp: string, t: CompactionTarget): Promise<ChunkTable | undefined> {
   const bounds = chunkBounds(seg);
-  const chunks: StoredChunk[] = [];
-  let sliceStart = performance.now();
-  for (let k = 0; k < bounds.length - 1; ) {
-    let j = k + 1;
-    while (j < bounds.length - 1 && bounds[j + 1] - bounds[k] <= READ_BYTES_MAX) j++;
-    const window = Buffer.allocUnsafe(bounds[j] - bounds[k]);
-    await file.read(t.io, window, 0, window.length, bounds[k]);
-    for (let i = k; i < j; i++) {
-      chunks.push(...storeGroup(window.subarray(bounds[i] - bounds[k], bounds[i + 1] - bounds[k]), bounds[i]));
-      if (performance.now() - sliceStart < SLICE_MS) continue;
-      await new Promise((resolve) => setImmediate(resolve));
+  const builder = new ChunkTableBuilder();
+  const fd = await t.io.createFile(tmp, Buffer.alloc(ZLOG_HEADER_BYTES));
+  try {
+    let sliceStart = performance.now();
+    for (let k = 0; k < bounds.length - 1; ) {
+      let j = k + 1;
+      while (j < bounds.length - 1 && bounds[j + 1] - bounds[k] <= READ_BYTES_MAX) j++;
+      const window = Buffer.allocUnsafe(bounds[j] - bounds[k]);
+      await file.read(t.io, window, 0, window.length, bounds[k]);
+      const at = builder.fileOffset;
+      const bufs: Buffer[] = [];
+      for (let i = k; i < j; i++) {
+        for (const c of storeGroup(window.subarray(bounds[i] - bounds[k], bounds[i + 1] - bounds[k]), bounds[i])) bufs.push(...builder.add(c));
+        if (performance.now() - sliceStart < SLICE_MS) continue;
+        await new Promise((resolve) => setImmediate(resolve));
+        sliceStart = performance.now();
+      }
       if (!t.listed(seg)) return undefined;
-      sliceStart = performance.now();
+      await writeFully(t.io, fd, bufs, at);
+      k = j;
     }
-    if (!t.listed(seg)) return undefined;
-    k = j;
+    const { bytes, table } = builder.finish(seg.bytes);
+    await writeFully(t.io, fd, [bytes], builder.fileOffset);
+    // The header goes last, with the fdatasync that makes the whole file durable before its rename.
+    await t.io.overwrite(fd, encodeZlogHeader(header, seg.bytes, builder.count, builder.fileOffset), 0);
+    return table;
+  } finally {
+    fs.closeSync(fd);
   }
-  return chunks;
 }
 
 /** Chunk boundaries: after the header, at each sparse-index group, at the end; strictly increasing. */

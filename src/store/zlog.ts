@@ -53,51 +53,72 @@ export interface StoredChunk {
   stored: Buffer;
 }
 
-/** The whole file for `segmentHeader` and its chunks, in logical order, covering [32, logicalBytes). */
-export function buildZlog(segmentHeader: Buffer, chunks: readonly StoredChunk[], logicalBytes: number): { data: Buffer; table: ChunkTable } {
-  assert(segmentHeader.length === SEGMENT_HEADER_BYTES && chunks.length > 0, 'a zlog holds a segment header and chunks');
-  const n = chunks.length;
-  const logicalStarts = new Uint32Array(n + 1);
-  const fileOffsets = new Uint32Array(n + 1);
-  let at = ZLOG_HEADER_BYTES;
-  let expect = SEGMENT_HEADER_BYTES;
-  for (let k = 0; k < n; k++) {
-    const c = chunks[k];
-    assert(c.logicalStart === expect && c.logicalBytes > 0, 'chunks cover the logical bytes in order');
-    logicalStarts[k] = c.logicalStart;
-    fileOffsets[k] = at;
-    at += CHUNK_HEAD_BYTES + c.stored.length;
-    expect += c.logicalBytes;
-  }
-  assert(expect === logicalBytes, 'chunks end at the logical end');
-  logicalStarts[n] = logicalBytes;
-  fileOffsets[n] = at;
-  const tableBytes = 8 * n + 4;
-  const data = Buffer.alloc(at + tableBytes);
-  segmentHeader.copy(data, 0);
-  data.writeUInt32LE(MAGIC, 32);
-  data.writeUInt16LE(VERSION, 36);
-  data.writeUInt32LE(logicalBytes, 40);
-  data.writeUInt32LE(n, 44);
-  data.writeUInt32LE(at, 48);
-  data.writeUInt32LE(crc32c(data, 32, 60), 60);
-  for (let k = 0; k < n; k++) writeChunk(data, fileOffsets[k], chunks[k]);
-  for (let k = 0; k < n; k++) {
-    data.writeUInt32LE(logicalStarts[k], at + 8 * k);
-    data.writeUInt32LE(fileOffsets[k], at + 8 * k + 4);
-  }
-  data.writeUInt32LE(crc32c(data, at, at + 8 * n), at + 8 * n);
-  return { data, table: { logicalBytes, fileBytes: data.length, logicalStarts, fileOffsets } };
+/** Bytes 0..64 of a zlog: the segment header, then the zlog header (written last, when the table is known). */
+export function encodeZlogHeader(segmentHeader: Buffer, logicalBytes: number, chunkCount: number, tableOffset: number): Buffer {
+  assert(segmentHeader.length === SEGMENT_HEADER_BYTES && chunkCount > 0 && tableOffset >= ZLOG_HEADER_BYTES, 'a zlog holds a segment header and chunks');
+  const h = Buffer.alloc(ZLOG_HEADER_BYTES);
+  segmentHeader.copy(h, 0);
+  h.writeUInt32LE(MAGIC, 32);
+  h.writeUInt16LE(VERSION, 36);
+  h.writeUInt32LE(logicalBytes, 40);
+  h.writeUInt32LE(chunkCount, 44);
+  h.writeUInt32LE(tableOffset, 48);
+  h.writeUInt32LE(crc32c(h, 32, 60), 60);
+  return h;
 }
 
-function writeChunk(data: Buffer, at: number, c: StoredChunk): void {
-  data.writeUInt32LE(c.logicalStart, at);
-  data.writeUInt32LE(c.logicalBytes, at + 4);
-  data.writeUInt32LE(c.stored.length, at + 8);
-  data[at + 12] = c.mode;
-  data.writeUInt32LE(c.logicalCrc, at + 16);
-  c.stored.copy(data, at + CHUNK_HEAD_BYTES);
-  data.writeUInt32LE(chunkCrc(data, at, at + CHUNK_HEAD_BYTES + c.stored.length), at + 20);
+/** The head that precedes a chunk's stored bytes. */
+export function encodeChunkHead(c: StoredChunk): Buffer {
+  const head = Buffer.alloc(CHUNK_HEAD_BYTES);
+  head.writeUInt32LE(c.logicalStart, 0);
+  head.writeUInt32LE(c.logicalBytes, 4);
+  head.writeUInt32LE(c.stored.length, 8);
+  head[12] = c.mode;
+  head.writeUInt32LE(c.logicalCrc, 16);
+  head.writeUInt32LE(crc32c(c.stored, 0, c.stored.length, crc32c(head, 0, 20)), 20);
+  return head;
+}
+
+/** Collects where each chunk went while a zlog is written; `finish` gives the table and its bytes. */
+export class ChunkTableBuilder {
+  private readonly starts: number[] = [];
+  private readonly offsets: number[] = [];
+  /** Where the next chunk goes in the file. */
+  fileOffset = ZLOG_HEADER_BYTES;
+  private logicalEnd = SEGMENT_HEADER_BYTES;
+
+  get count(): number {
+    return this.starts.length;
+  }
+
+  /** Records `c` at fileOffset; returns its head and stored bytes, to be written there. */
+  add(c: StoredChunk): Buffer[] {
+    assert(c.logicalStart === this.logicalEnd && c.logicalBytes > 0, 'chunks cover the logical bytes in order');
+    this.starts.push(c.logicalStart);
+    this.offsets.push(this.fileOffset);
+    this.fileOffset += CHUNK_HEAD_BYTES + c.stored.length;
+    this.logicalEnd += c.logicalBytes;
+    return [encodeChunkHead(c), c.stored];
+  }
+
+  /** The table (written at fileOffset, after the last chunk) and the finished file's chunk table. */
+  finish(logicalBytes: number): { bytes: Buffer; table: ChunkTable } {
+    assert(this.logicalEnd === logicalBytes && this.count > 0, 'chunks end at the logical end');
+    const n = this.count;
+    const bytes = Buffer.alloc(8 * n + 4);
+    for (let k = 0; k < n; k++) {
+      bytes.writeUInt32LE(this.starts[k], 8 * k);
+      bytes.writeUInt32LE(this.offsets[k], 8 * k + 4);
+    }
+    bytes.writeUInt32LE(crc32c(bytes, 0, 8 * n), 8 * n);
+    const table = {
+      logicalBytes,
+      fileBytes: this.fileOffset + bytes.length,
+      logicalStarts: Uint32Array.from([...this.starts, logicalBytes]),
+      fileOffsets: Uint32Array.from([...this.offsets, this.fileOffset]),
+    };
+    return { bytes, table };
+  }
 }
 
 function chunkCrc(b: Uint8Array, at: number, end: number): number {
