@@ -3,6 +3,7 @@
  * mode, update-last, latest read, a page of 1000 at depth 0 and 1M, restart time and index memory.
  * Usage: npm run bench:store [-- --records 1000000]
  */
+import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -28,10 +29,11 @@ function progress(message: string): void {
   process.stderr.write(`[bench:store] ${message}\n`);
 }
 
-function storeOptions(rootDir: string, durability: Durability): StoreOptions {
+function storeOptions(rootDir: string, durability: Durability, compactSealed = true): StoreOptions {
   return {
     rootDir,
     durability,
+    compactSealed,
     syncIntervalMs: 1000,
     segmentBytesMax: 32 * 1024 * 1024,
     segmentAgeMsMax: 24 * 3600 * 1000,
@@ -141,6 +143,37 @@ function heapUsed(): number {
   return process.memoryUsage().heapUsed;
 }
 
+/** Sealed segments of `dir`'s model compacted at open: their bytes a record, the CPU it took, a deep page on them. */
+async function compactedFigures(dir: string, deepPage: number, rawPageDeepNs: number): Promise<Figure[]> {
+  progress('compacting the sealed segments (reopen with compaction on)');
+  const cpu0 = process.cpuUsage();
+  const store = await Store.open(storeOptions(dir, 'none'));
+  const log = await store.openModel('BENCH', { fields: FIELDS });
+  await log.compactionIdle();
+  const cpu = process.cpuUsage(cpu0);
+  const mdir = join(dir, 'BENCH');
+  let zlogBytes = 0;
+  let logicalBytes = 0;
+  let records = 0;
+  for (const name of readdirSync(mdir).filter((n) => n.endsWith('.zlog'))) {
+    zlogBytes += statSync(join(mdir, name)).size;
+    const head = readFileSync(join(mdir, name)).subarray(0, 64);
+    logicalBytes += head.readUInt32LE(40);
+    const idx = readFileSync(join(mdir, name.replace('.zlog', '.idx')));
+    records += idx.readDoubleLE(24) - idx.readDoubleLE(16) + 1;
+  }
+  if (records === 0) throw new Error('no segment was compacted');
+  const pageDeep = await meanNs('page deep, compacted', () => log.page({ current: deepPage, size: 1000, order: 'desc' }));
+  await store.close();
+  return [
+    { name: 'sealed data on disk per record, .log', value: logicalBytes / records, unit: 'B' },
+    { name: 'sealed data on disk per record, compacted', value: zlogBytes / records, unit: 'B', target: '<= 16 B' },
+    { name: 'compaction CPU per record', value: ((cpu.user + cpu.system) / records) * 1000, unit: 'ns' },
+    { name: `page 1000 at depth ${(deepRecords / 1e6).toFixed(1)}M, compacted`, value: pageDeep / 1000, unit: 'µs' },
+    { name: 'page deep, compacted / .log', value: pageDeep / rawPageDeepNs, unit: 'x' },
+  ];
+}
+
 async function main(): Promise<void> {
   const figures: Figure[] = [];
   await withDir('bench-sqlite-', async (sqliteDir) => {
@@ -171,7 +204,8 @@ async function main(): Promise<void> {
 
     await withDir('bench-deep-', async (dir) => {
       progress(`loading ${deepRecords.toLocaleString()} records into both engines`);
-      const store = await Store.open(storeOptions(dir, 'none'));
+      // Loaded without compaction: the page figures below are those of `.log` segments; compacted ones follow.
+      const store = await Store.open(storeOptions(dir, 'none', false));
       const log = await store.openModel('BENCH', { fields: FIELDS });
       for (let i = 0; i < deepRecords; i++) log.save(sensorRecord(i));
       await log.durable();
@@ -202,6 +236,7 @@ async function main(): Promise<void> {
       );
       db.close();
       await store.close();
+      figures.push(...(await compactedFigures(dir, deepPage, pageDeep)));
 
       progress('restart with a clean shutdown');
       const heapBefore = heapUsed();
