@@ -40,6 +40,12 @@ function sensorChunk(first: number, count: number, record: (i: number) => Record
   return frames(specs);
 }
 
+function float64Be(v: number): Uint8Array {
+  const b = Buffer.alloc(8);
+  b.writeDoubleBE(v);
+  return b;
+}
+
 const bytesOf = (...parts: (number | Uint8Array)[]): Uint8Array =>
   Uint8Array.from(parts.flatMap((p) => (typeof p === 'number' ? [p] : [...p])));
 
@@ -50,6 +56,10 @@ const scalarItem: fc.Arbitrary<Uint8Array> = fc.oneof(
   fc.integer({ min: 0xe0, max: 0xff }).map((v) => bytesOf(v)),
   fc.uint8Array({ minLength: 8, maxLength: 8 }).map((b) => bytesOf(0xcb, b)),
   fc.double().map((v) => packr.pack(v) as Uint8Array),
+  fc.tuple(fc.integer({ min: -(2 ** 31), max: 2 ** 32 - 1 }), fc.integer({ min: 0, max: 11 })).map(([n, k]) => packr.pack(n / 10 ** k) as Uint8Array),
+  fc.tuple(fc.maxSafeInteger(), fc.integer({ min: 0, max: 11 })).map(([n, k]) => bytesOf(0xcb, float64Be(n / 10 ** k))),
+  fc.constantFrom(-0, 2 ** 51, -(2 ** 51), 2 ** 51 + 1, 2 ** 51 / 1e9, 2 ** 32, -(2 ** 31) - 1, 0.1, -0.1, 1e-300, 5e-324).map((v) => bytesOf(0xcb, float64Be(v))),
+  fc.constantFrom(-(2 ** 31), 2 ** 32 - 1, -33, -32, 127, 128, 255, 256, 65535, 65536, -128, -129, -32768, -32769).map((v) => packr.pack(v) as Uint8Array),
   fc.tuple(fc.constantFrom(0xca, 0xcc, 0xcd, 0xce, 0xcf, 0xd0, 0xd1, 0xd2, 0xd3), fc.uint8Array({ minLength: 8, maxLength: 8 })).map(([t, b]) => {
     const n = { 0xca: 4, 0xcc: 1, 0xcd: 2, 0xce: 4, 0xcf: 8, 0xd0: 1, 0xd1: 2, 0xd2: 4, 0xd3: 8 }[t] ?? 0;
     return bytesOf(t, b.subarray(0, n));
