@@ -16,7 +16,7 @@
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import { SPARSE_STRIDE, assert } from './constants.js';
 import { ByteSink, ByteSource, VARINT_BYTES_MAX, unzigzag, zigzag } from './chunk-bytes.js';
-import { COLUMNS_MAX, ColumnReader, ColumnWriter, arrayCount, arrayHeadBytes, scalarArrayItems } from './chunk-columns.js';
+import { COLUMNS_MAX, ColumnReader, ColumnWriter, arrayCount, arrayHeadBytes, scalarArrayItems, viewOf } from './chunk-columns.js';
 import { FRAME_BYTES_MAX, FRAME_HEADER_BYTES, FRAME_SAVE, FRAME_SUPERSEDE, checkFrame, frameBytes, frameId, frameTs, frameType, sealFrame } from './frame.js';
 import { valueBytes } from './record-json.js';
 
@@ -98,6 +98,7 @@ function wholeValidFrames(logical: Uint8Array): boolean {
 function encodeColumns(logical: Uint8Array): Buffer {
   const fixed = Array.from({ length: FIXED_STREAMS }, () => new ByteSink());
   const columnWriters: ColumnWriter[] = [];
+  const view = viewOf(logical);
   let frames = 0;
   let prevId = 0;
   const tsState = new TsState();
@@ -128,9 +129,9 @@ function encodeColumns(logical: Uint8Array): Buffer {
       let p = payload + arrayHeadBytes(logical[payload]);
       fixed[STREAM_ARRAY_HEADS].bytes(logical, payload, p);
       for (let col = 0; col < items; col++) {
-        if (col === columnWriters.length) columnWriters.push(new ColumnWriter());
+        if (col === columnWriters.length) columnWriters.push(new ColumnWriter(logical, view));
         const n = valueBytes(logical, p, end);
-        columnWriters[col].item(logical, p, n);
+        columnWriters[col].item(p, n);
         p += n;
       }
     }
@@ -147,8 +148,6 @@ function encodeColumns(logical: Uint8Array): Buffer {
   assert(out.length <= logical.length + TABLE_BYTES_MAX, 'chunk streams larger than their bound');
   return out;
 }
-
-const columns = new ColumnReader();
 
 function decodeColumns(src: Buffer, logicalBytes: number): Buffer {
   const table = new ByteSource(src, 0, src.length, 'table');
@@ -173,9 +172,9 @@ function decodeColumns(src: Buffer, logicalBytes: number): Buffer {
   const arrayHeads = fixed(STREAM_ARRAY_HEADS, 'array heads');
   const rawLens = fixed(STREAM_RAW_LENS, 'raw payload lengths');
   const raw = fixed(STREAM_RAW, 'raw payloads');
-  columns.begin(starts[FIXED_STREAMS] ?? start, lengths.slice(FIXED_STREAMS), columnCount);
   // Unsafe is safe: every byte is written before the buffer is returned (frames end exactly at logicalBytes).
   const out = Buffer.allocUnsafe(logicalBytes);
+  const columns = new ColumnReader(src, out, starts[FIXED_STREAMS] ?? start, lengths.slice(FIXED_STREAMS));
   let off = 0;
   let prevId = 0;
   const tsState = new TsState();
@@ -197,7 +196,7 @@ function decodeColumns(src: Buffer, logicalBytes: number): Buffer {
       w = arrayHeads.copyTo(out, payload, headBytes);
       const items = arrayCount(out, payload);
       if (items > columnCount) throw new Error(`chunk: frame ${f} has ${items} items, ${columnCount} columns`);
-      for (let col = 0; col < items; col++) w = columns.itemTo(src, out, w, col);
+      for (let col = 0; col < items; col++) w = columns.itemTo(w, col);
     }
     sealFrame(out, off, head & HEAD_SUPERSEDE ? FRAME_SUPERSEDE : FRAME_SAVE, id, ts, w - payload);
     off = w;

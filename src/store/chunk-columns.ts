@@ -54,13 +54,9 @@ export function arrayCount(b: Uint8Array, off: number): number {
   return t === 0xdc ? (b[off + 1] << 8) | b[off + 2] : ((b[off + 1] << 24) | (b[off + 2] << 16) | (b[off + 3] << 8) | b[off + 4]) >>> 0;
 }
 
-// f64 bytes go through a typed-array view: frame.ts refuses big-endian hosts.
-const F64 = new Float64Array(1);
-const F64_BYTES = new Uint8Array(F64.buffer);
-
-function float64Be(b: Uint8Array, off: number): number {
-  for (let k = 0; k < 8; k++) F64_BYTES[7 - k] = b[off + k];
-  return F64[0];
+/** A DataView of b: its float64 and u32 reads and writes are far cheaper than byte loops through a typed-array scratch. */
+export function viewOf(b: Uint8Array): DataView {
+  return new DataView(b.buffer, b.byteOffset, b.byteLength);
 }
 
 /** The smallest k such that some integer n gives exactly v as n / 10^k, or -1. */
@@ -100,17 +96,22 @@ function intTag(v: number): number {
 const INT_BYTES = new Uint8Array(256);
 for (const [t, n] of [[0xcc, 1], [0xcd, 2], [0xce, 4], [0xd0, 1], [0xd1, 2], [0xd2, 4]]) INT_BYTES[t] = n;
 
-/** One column being encoded. */
+/** One column of the frames in `b` being encoded. */
 export class ColumnWriter {
   readonly sink = new ByteSink();
-  /** Offset in the logical bytes of the previous XORed float64's 8 bytes, or -1. */
+  /** Offset in b of the previous XORed float64's 8 bytes, or -1. */
   private prevFloat = -1;
   private prevInt = 0;
   private prevDecimal = 0;
 
+  constructor(
+    private readonly b: Uint8Array,
+    private readonly view: DataView,
+  ) {}
+
   /** Writes the msgpack scalar of `n` bytes at b[p]. */
-  item(b: Uint8Array, p: number, n: number): void {
-    const s = this.sink;
+  item(p: number, n: number): void {
+    const { b, sink: s } = this;
     const int = shortestInt(b, p);
     if (int !== undefined) {
       s.byte(NUMBER_TAG);
@@ -120,7 +121,7 @@ export class ColumnWriter {
       return;
     }
     if (b[p] !== FLOAT64) return s.bytes(b, p, p + n);
-    const v = float64Be(b, p + 1);
+    const v = this.view.getFloat64(p + 1);
     const k = decimalScale(v);
     if (k >= 0) {
       const decimal = Math.round(v * POW10[k]) + 0;
@@ -136,47 +137,56 @@ export class ColumnWriter {
   }
 }
 
-/**
- * The column streams of one chunk being decoded, the mirror of ColumnWriter; every read checks its stream's
- * end and the output's. Its state lives in arrays made once (decoding is synchronous, one chunk at a time).
- */
+/** The column streams of one chunk being decoded, the mirror of ColumnWriter; every read checks its stream's end and the output's. */
 export class ColumnReader {
-  private count = 0;
-  private readonly pos = new Int32Array(COLUMNS_MAX);
-  private readonly end = new Int32Array(COLUMNS_MAX);
+  private readonly pos: Int32Array;
+  private readonly end: Int32Array;
   /** Offset in the output of the previous XORed float64's 8 bytes, or -1. */
-  private readonly prevFloat = new Int32Array(COLUMNS_MAX);
-  private readonly prevInt = new Float64Array(COLUMNS_MAX);
-  private readonly prevDecimal = new Float64Array(COLUMNS_MAX);
+  private readonly prevFloat: Int32Array;
+  private readonly prevInt: Float64Array;
+  private readonly prevDecimal: Float64Array;
+  private readonly srcView: DataView;
+  private readonly outView: DataView;
 
-  /** Starts on the `count` columns whose streams follow each other from `start` with the given lengths. */
-  begin(start: number, lengths: readonly number[], count: number): void {
-    this.count = count;
+  /** The `lengths.length` columns whose streams follow each other in src from `start`, decoded into out. */
+  constructor(
+    private readonly src: Buffer,
+    private readonly out: Buffer,
+    start: number,
+    lengths: readonly number[],
+  ) {
+    const count = lengths.length;
+    this.pos = new Int32Array(count);
+    this.end = new Int32Array(count);
     for (let col = 0; col < count; col++) {
       this.pos[col] = start;
       start += lengths[col];
       this.end[col] = start;
-      this.prevFloat[col] = -1;
-      this.prevInt[col] = 0;
-      this.prevDecimal[col] = 0;
     }
+    this.prevFloat = new Int32Array(count).fill(-1);
+    this.prevInt = new Float64Array(count);
+    this.prevDecimal = new Float64Array(count);
+    this.srcView = viewOf(src);
+    this.outView = viewOf(out);
   }
 
-  /** Writes column `col`'s next item from its stream in src at out[w]; returns the offset after it. */
-  itemTo(src: Buffer, out: Buffer, w: number, col: number): number {
+  /** Writes column `col`'s next item at out[w]; returns the offset after it. */
+  itemTo(w: number, col: number): number {
+    const { src, out } = this;
     const p = this.pos[col];
     const end = this.end[col];
     if (p >= end) throw new Error(`chunk: column ${col} ends early`);
     const t = src[p];
-    if (t === NUMBER_TAG) return this.numberTo(src, out, w, col);
+    if (t === NUMBER_TAG) return this.numberTo(w, col);
     const n = valueBytes(src, p, end);
     if (n < 0) throw new Error(`chunk: column ${col} holds no scalar at ${p}`);
     if (w + n > out.length) throw new Error(`chunk: column ${col} runs past the logical length`);
     if (t === FLOAT64) {
       const prev = this.prevFloat[col];
+      const { srcView, outView } = this;
       out[w] = FLOAT64;
-      if (prev < 0) for (let i = 1; i <= 8; i++) out[w + i] = src[p + i];
-      else for (let i = 1; i <= 8; i++) out[w + i] = src[p + i] ^ out[prev + i - 1];
+      outView.setInt32(w + 1, srcView.getInt32(p + 1) ^ (prev < 0 ? 0 : outView.getInt32(prev)));
+      outView.setInt32(w + 5, srcView.getInt32(p + 5) ^ (prev < 0 ? 0 : outView.getInt32(prev + 4)));
       this.prevFloat[col] = w + 1;
     } else if (n <= 32) for (let i = 0; i < n; i++) out[w + i] = src[p + i];
     else src.copy(out, w, p, p + n);
@@ -184,12 +194,13 @@ export class ColumnReader {
     return w + n;
   }
 
-  private numberTo(src: Buffer, out: Buffer, w: number, col: number): number {
+  private numberTo(w: number, col: number): number {
+    const { src, out } = this;
     const p = this.pos[col];
     if (p + 2 > this.end[col]) throw new Error(`chunk: column ${col} ends early`);
     const form = src[p + 1];
     this.pos[col] = p + 2;
-    const delta = unzigzag(this.varint(src, col));
+    const delta = unzigzag(this.varint(col));
     if (form === FORM_INT) {
       const v = this.prevInt[col] + delta;
       this.prevInt[col] = v;
@@ -208,13 +219,13 @@ export class ColumnReader {
     const decimal = this.prevDecimal[col] + delta;
     this.prevDecimal[col] = decimal;
     if (w + 9 > out.length) throw new Error(`chunk: column ${col} runs past the logical length`);
-    F64[0] = decimal / POW10[k];
     out[w] = FLOAT64;
-    for (let i = 0; i < 8; i++) out[w + 1 + i] = F64_BYTES[7 - i];
+    this.outView.setFloat64(w + 1, decimal / POW10[k]);
     return w + 9;
   }
 
-  private varint(src: Buffer, col: number): number {
+  private varint(col: number): number {
+    const src = this.src;
     let p = this.pos[col];
     const end = this.end[col];
     let v = 0;
@@ -232,7 +243,7 @@ export class ColumnReader {
   }
 
   expectEnd(): void {
-    for (let col = 0; col < this.count; col++) {
+    for (let col = 0; col < this.pos.length; col++) {
       if (this.pos[col] !== this.end[col]) throw new Error(`chunk: ${this.end[col] - this.pos[col]} bytes left in column ${col}`);
     }
   }
