@@ -46,15 +46,20 @@ const STREAM_RAW_LENS = 5;
 const STREAM_RAW = 6;
 const FIXED_STREAMS = 7;
 
-/** A delta-of-delta beyond this goes raw, so that its zigzag stays a safe integer. */
+/** A delta-of-delta this large goes raw, so that its zigzag stays a safe integer. */
 const TS_DOD_MAX = 2 ** 52;
-/** The inflated streams never exceed the logical bytes by more than their table (see encodeColumns). */
-const TABLE_BYTES_MAX = (2 + FIXED_STREAMS + COLUMNS_MAX) * VARINT_BYTES_MAX;
+/**
+ * What the inflated streams may exceed the logical bytes by, the bound of the decoder's inflate. Their table
+ * fits in it; the streams themselves are smaller than the frames but for pathological columns (a number
+ * form takes up to 10 bytes where a fixint took 1), and such a chunk is stored raw.
+ */
+const STREAMS_EXTRA_BYTES_MAX = (2 + FIXED_STREAMS + COLUMNS_MAX) * VARINT_BYTES_MAX;
 /** Compressed form of `logical` (the exact bytes of whole, valid frames back to back). */
 export function encodeChunk(logical: Uint8Array): Buffer {
   assert(logical.length <= CHUNK_LOGICAL_BYTES_MAX, `chunk of ${logical.length} bytes over CHUNK_LOGICAL_BYTES_MAX`);
-  if (wholeValidFrames(logical)) {
-    const deflated = deflateRawSync(encodeColumns(logical), { level: DEFLATE_LEVEL });
+  const streams = wholeValidFrames(logical) ? encodeColumns(logical) : undefined;
+  if (streams && streams.length <= logical.length + STREAMS_EXTRA_BYTES_MAX) {
+    const deflated = deflateRawSync(streams, { level: DEFLATE_LEVEL });
     if (deflated.length < logical.length) return Buffer.concat([Buffer.of(MODE_COLUMNS), deflated]);
   }
   return Buffer.concat([Buffer.of(MODE_RAW), logical]);
@@ -77,7 +82,7 @@ export function decodeChunk(compressed: Uint8Array, logicalBytes: number): Buffe
   if (mode !== MODE_COLUMNS) throw new Error(`chunk: unknown mode ${mode}`);
   let streams: Buffer;
   try {
-    streams = inflateRawSync(compressed.subarray(1), { maxOutputLength: logicalBytes + TABLE_BYTES_MAX });
+    streams = inflateRawSync(compressed.subarray(1), { maxOutputLength: logicalBytes + STREAMS_EXTRA_BYTES_MAX });
   } catch (e) {
     throw new Error(`chunk: corrupt deflate data (${(e as Error).message})`);
   }
@@ -142,11 +147,7 @@ function encodeColumns(logical: Uint8Array): Buffer {
   table.varint(frames);
   table.varint(columnWriters.length);
   for (const s of all) table.varint(s.length);
-  const out = Buffer.concat([table.view(), ...all.map((s) => s.view())]);
-  // Per frame the streams hold at most head 1 + id 8 + ts 8 + raw length 4 bytes where the frame had 26,
-  // and a column item at most as many bytes as the msgpack item (a number form: 2 + varint of its delta).
-  assert(out.length <= logical.length + TABLE_BYTES_MAX, 'chunk streams larger than their bound');
-  return out;
+  return Buffer.concat([table.view(), ...all.map((s) => s.view())]);
 }
 
 function decodeColumns(src: Buffer, logicalBytes: number): Buffer {
@@ -225,7 +226,7 @@ class TsState {
     const predicted = this.predicted();
     if (!Number.isSafeInteger(ts) || Object.is(ts, -0) || !Number.isSafeInteger(predicted)) return undefined;
     const dod = ts - predicted;
-    return Math.abs(dod) <= TS_DOD_MAX ? dod : undefined;
+    return Math.abs(dod) < TS_DOD_MAX ? dod : undefined;
   }
 
   advance(ts: number): void {

@@ -22,7 +22,7 @@ const FORM_INT = 0;
 const FORM_DECIMAL = 1;
 const DECIMAL_SCALE_MAX = 9;
 const POW10 = Array.from({ length: DECIMAL_SCALE_MAX + 1 }, (_, k) => 10 ** k);
-/** |n| of a decimal: the delta of two then has a zigzag up to 2^53, a safe integer. */
+/** A bound on |n| of a decimal: the delta of two then has a zigzag below 2^53, a safe integer. */
 const DECIMAL_N_MAX = 2 ** 51;
 const FLOAT64 = 0xcb;
 
@@ -64,7 +64,7 @@ function decimalScale(v: number): number {
   for (let k = 0; k <= DECIMAL_SCALE_MAX; k++) {
     // + 0 turns -0 into 0, so -0 is not a decimal: the decoder's n / 10^k would give 0.
     const n = Math.round(v * POW10[k]) + 0;
-    if (!(Math.abs(n) <= DECIMAL_N_MAX)) return -1;
+    if (!(Math.abs(n) < DECIMAL_N_MAX)) return -1;
     if (Object.is(n / POW10[k], v)) return k;
   }
   return -1;

@@ -115,7 +115,7 @@ describe('chunk codec', () => {
         const logical = frames(specs);
         expect(roundtrip(logical).equals(logical)).toBe(true);
       }),
-      { numRuns: 400 },
+      { numRuns: 1000 },
     );
   });
 
@@ -188,5 +188,28 @@ describe('chunk codec', () => {
       }),
       { numRuns: 2000 },
     );
+  });
+});
+
+describe('chunk codec limits', () => {
+  it('gives back frames whose number deltas take more bytes than the numbers (stored raw)', () => {
+    const extremes = Array.from({ length: 200 }, () => [0, 2 ** 32 - 1]);
+    const logical = frames(Array.from({ length: 64 }, (_, i) => ({ type: FRAME_SAVE, id: i + 1, ts: i, payload: packr.pack(extremes.map((pair) => pair[i % 2])) as Uint8Array })));
+    expect(encodeChunk(logical)[0]).toBe(0);
+    expect(roundtrip(logical).equals(logical)).toBe(true);
+  });
+
+  it('gives back deltas at the edges of their ranges', () => {
+    const edges: FrameSpec[][] = [
+      [0, 2 ** 52],
+      [0, -(2 ** 52)],
+      [2 ** 53 - 1, -(2 ** 53 - 1)],
+    ].map((ts) => ts.map((t, i) => ({ type: FRAME_SAVE as FrameType, id: i + 1, ts: t, payload: packr.pack([1]) as Uint8Array })));
+    const decimals = [-(2 ** 51), 2 ** 51, -(2 ** 51), 2 ** 47, -(2 ** 47), 2 ** 47 + 1, 0.5, -(2 ** 51) / 1e9, 2 ** 51 / 1e9];
+    edges.push(decimals.map((v, i) => ({ type: FRAME_SAVE as FrameType, id: i + 1, ts: 0, payload: bytesOf(0x91, 0xcb, float64Be(v)) })));
+    for (const specs of edges) {
+      const logical = frames(specs);
+      expect(roundtrip(logical).equals(logical)).toBe(true);
+    }
   });
 });
