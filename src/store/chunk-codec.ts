@@ -1,7 +1,7 @@
 /**
  * The codec of one chunk of a compressed sealed segment (issue 11): the exact bytes of consecutive frames
  * in, a smaller form out, and back byte for byte. Plain deflate of a 4 KiB chunk of sensor records leaves
- * about 24 B a record: the CRCs and the low bytes of the float64 values look random to it. Here what
+ * 25 to 28 B a record of 67: the CRCs and the low bytes of the float64 values look random to it. Here what
  * sealFrame can recompute (length, CRC, flags) is not stored at all, ids and timestamps become deltas, and
  * each msgpack payload array is cut into one stream per item index (a column) where numbers become deltas
  * against the column's previous number (chunk-columns.ts). Deflate of those streams makes the figure.
@@ -20,7 +20,10 @@ import { COLUMNS_MAX, ColumnReader, ColumnWriter, arrayCount, arrayHeadBytes, sc
 import { FRAME_BYTES_MAX, FRAME_HEADER_BYTES, FRAME_SAVE, FRAME_SUPERSEDE, checkFrame, frameBytes, frameId, frameTs, frameType, sealFrame } from './frame.js';
 import { valueBytes } from './record-json.js';
 
-/** Logical bytes of one chunk: one sparse-index group of the largest frames. The caller cuts chunks below it. */
+/**
+ * Logical bytes of one chunk: one sparse-index group of the largest frames. The caller cuts chunks below it
+ * (SUPERSEDE frames can make a group longer); a decode allocates at most this, plus the inflated streams.
+ */
 export const CHUNK_LOGICAL_BYTES_MAX = SPARSE_STRIDE * FRAME_BYTES_MAX;
 
 const MODE_RAW = 0;
@@ -46,6 +49,8 @@ const STREAM_RAW_LENS = 5;
 const STREAM_RAW = 6;
 const FIXED_STREAMS = 7;
 
+/** Where a frame header holds ts (frame.ts), read as raw bytes when it cannot be a delta. */
+const FRAME_TS_OFFSET = 18;
 /** A delta-of-delta this large goes raw, so that its zigzag stays a safe integer. */
 const TS_DOD_MAX = 2 ** 52;
 /**
@@ -54,6 +59,7 @@ const TS_DOD_MAX = 2 ** 52;
  * form takes up to 10 bytes where a fixint took 1), and such a chunk is stored raw.
  */
 const STREAMS_EXTRA_BYTES_MAX = (2 + FIXED_STREAMS + COLUMNS_MAX) * VARINT_BYTES_MAX;
+
 /** Compressed form of `logical` (the exact bytes of whole, valid frames back to back). */
 export function encodeChunk(logical: Uint8Array): Buffer {
   assert(logical.length <= CHUNK_LOGICAL_BYTES_MAX, `chunk of ${logical.length} bytes over CHUNK_LOGICAL_BYTES_MAX`);
@@ -89,6 +95,7 @@ export function decodeChunk(compressed: Uint8Array, logicalBytes: number): Buffe
   return decodeColumns(streams, logicalBytes);
 }
 
+/** Only frames checkFrame accepts go through the transform: one with a bad CRC would come back with a good one. */
 function wholeValidFrames(logical: Uint8Array): boolean {
   let off = 0;
   while (off < logical.length) {
@@ -120,7 +127,7 @@ function encodeColumns(logical: Uint8Array): Buffer {
     const dod = tsState.deltaOfDelta(ts);
     if (dod === undefined) {
       head |= HEAD_TS_RAW;
-      fixed[STREAM_TS_RAW].bytes(logical, off + 18, off + 26);
+      fixed[STREAM_TS_RAW].bytes(logical, off + FRAME_TS_OFFSET, off + FRAME_TS_OFFSET + 8);
     } else fixed[STREAM_TS].varint(zigzag(dod));
     tsState.advance(ts);
     const payload = off + FRAME_HEADER_BYTES;

@@ -199,6 +199,12 @@ describe('chunk codec limits', () => {
     expect(roundtrip(logical).equals(logical)).toBe(true);
   });
 
+  it('refuses a chunk over the limit, and deflate data that would inflate past the logical length', () => {
+    expect(() => encodeChunk(Buffer.alloc(CHUNK_LOGICAL_BYTES_MAX + 1))).toThrow(/over CHUNK_LOGICAL_BYTES_MAX/);
+    const bomb = Buffer.concat([Buffer.of(1), deflateRawSync(Buffer.alloc(64 * 1024 * 1024))]);
+    expect(() => decodeChunk(bomb, 4096)).toThrow(/corrupt deflate data/);
+  });
+
   it('gives back deltas at the edges of their ranges', () => {
     const edges: FrameSpec[][] = [
       [0, 2 ** 52],
