@@ -1,10 +1,12 @@
-import { describe, expect, it } from 'vitest';
+import fs from 'node:fs';
+import { afterEach, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { Packr } from 'msgpackr';
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import { CHUNK_LOGICAL_BYTES_MAX, decodeChunk, encodeChunk } from '../../src/store/chunk-codec.js';
-import { FRAME_HEADER_BYTES, FRAME_SAVE, FRAME_SUPERSEDE, sealFrame, type FrameType } from '../../src/store/frame.js';
+import { FRAME_HEADER_BYTES, FRAME_SAVE, FRAME_SUPERSEDE, checkFrame, sealFrame, type FrameType } from '../../src/store/frame.js';
 import { FIELDS, sensorRecord } from '../../bench/records.js';
+import { openModel, openStore, rec, removeTmpDirs, segFiles, tmpDir } from './helpers.js';
 
 const packr = new Packr({ useRecords: false });
 
@@ -108,6 +110,8 @@ const validFrames: fc.Arbitrary<FrameSpec[]> = fc
     });
   });
 
+afterEach(removeTmpDirs);
+
 describe('chunk codec', () => {
   it('gives back any valid frames byte for byte', () => {
     fc.assert(
@@ -137,6 +141,33 @@ describe('chunk codec', () => {
       expect(encoded[0]).toBe(0);
       expect(decodeChunk(encoded, logical.length).equals(logical)).toBe(true);
     }
+  });
+
+  it('gives back the frames of a segment the store wrote, saves and update-lasts, in 64-frame chunks', async () => {
+    const dir = tmpDir();
+    const store = await openStore(dir);
+    const log = await openModel(store);
+    for (let i = 1; i <= 1000; i++) {
+      log.save(rec(i));
+      if (i % 100 === 0) log.updateLast({ hum: -i });
+    }
+    await store.close();
+    let records = 0;
+    let stored = 0;
+    for (const name of segFiles(`${dir}/m`)) {
+      const b = fs.readFileSync(`${dir}/m/${name}`);
+      const ends: number[] = [];
+      for (let off = 32, n; (n = checkFrame(b, off, b.length)) > 0; off += n) ends.push(off + n);
+      for (let first = 0; first < ends.length; first += 64) {
+        const logical = b.subarray(first === 0 ? 32 : ends[first - 1], ends[Math.min(first + 64, ends.length) - 1]);
+        const encoded = encodeChunk(logical);
+        expect(decodeChunk(encoded, logical.length).equals(logical)).toBe(true);
+        stored += encoded.length;
+      }
+      records += ends.length;
+    }
+    expect(records).toBe(1010);
+    expect(stored / records).toBeLessThanOrEqual(16);
   });
 
   it('compresses sensor records to at most 16 B a record', () => {
