@@ -66,7 +66,7 @@ export class ByteSource {
   ) {}
 
   private need(n: number): void {
-    if (this.pos + n > this.end) throw new Error(`chunk: ${this.name} end early`);
+    if (this.pos + n > this.end) throw new Error(`chunk: the ${this.name} stream ends early`);
   }
 
   byte(): number {
@@ -88,7 +88,7 @@ export class ByteSource {
       if (b < 0x80) return v;
       scale *= 0x80;
     }
-    throw new Error(`chunk: bad varint in ${this.name}`);
+    throw new Error(`chunk: bad varint in the ${this.name} stream`);
   }
 
   float64(): number {
@@ -101,7 +101,7 @@ export class ByteSource {
   /** Copies n bytes to out[w]; returns the offset after them. */
   copyTo(out: Buffer, w: number, n: number): number {
     this.need(n);
-    if (w + n > out.length) throw new Error(`chunk: ${this.name} run past the logical length`);
+    if (w + n > out.length) throw new Error(`chunk: the ${this.name} stream runs past the logical length`);
     // Buffer.copy costs more than a short loop for the few bytes of an array header or a small payload.
     if (n <= 32) for (let i = 0; i < n; i++) out[w + i] = this.src[this.pos + i];
     else this.src.copy(out, w, this.pos, this.pos + n);
@@ -110,6 +110,6 @@ export class ByteSource {
   }
 
   expectEnd(): void {
-    if (this.pos !== this.end) throw new Error(`chunk: ${this.end - this.pos} bytes left in ${this.name}`);
+    if (this.pos !== this.end) throw new Error(`chunk: ${this.end - this.pos} bytes left in the ${this.name} stream`);
   }
 }
