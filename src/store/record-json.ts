@@ -84,9 +84,9 @@ function u32be(b: Uint8Array, off: number): number {
 
 /**
  * Bytes of the msgpack value at `off`, header included, for the types this path prints; -1 for any other
- * type or a value running past `end`.
+ * type or a value running past `end`. The chunk codec splits payloads with it too.
  */
-function valueBytes(b: Uint8Array, off: number, end: number): number {
+export function valueBytes(b: Uint8Array, off: number, end: number): number {
   const t = b[off];
   let n: number;
   if (t < 0x80 || t >= 0xe0 || t === 0xc0 || t === 0xc2 || t === 0xc3) n = 1;

@@ -1,0 +1,244 @@
+/**
+ * The codec of one chunk of a compressed sealed segment (issue 11): the exact bytes of consecutive frames
+ * in, a smaller form out, and back byte for byte. Plain deflate of a 4 KiB chunk of sensor records leaves
+ * 25 to 28 B a record of 67: the CRCs and the low bytes of the float64 values look random to it. Here what
+ * sealFrame can recompute (length, CRC, flags) is not stored at all, ids and timestamps become deltas, and
+ * each msgpack payload array is cut into one stream per item index (a column) where numbers become deltas
+ * against the column's previous number (chunk-columns.ts). Deflate of those streams makes the figure.
+ *
+ * Compressed form: a mode byte, then
+ *   MODE_RAW      the logical bytes as they are (input that is not whole valid frames, or that the
+ *                 transform does not make smaller);
+ *   MODE_COLUMNS  deflateRaw of: varint frame count, varint column count, a varint length per stream
+ *                 (the STREAM_* ones, then one per column), the streams back to back.
+ * Varints and the streams: chunk-bytes.ts.
+ */
+import { deflateRawSync, inflateRawSync } from 'node:zlib';
+import { SPARSE_STRIDE, assert } from './constants.js';
+import { ByteSink, ByteSource, VARINT_BYTES_MAX, unzigzag, zigzag } from './chunk-bytes.js';
+import { COLUMNS_MAX, ColumnReader, ColumnWriter, arrayCount, arrayHeadBytes, scalarArrayItems, viewOf } from './chunk-columns.js';
+import { FRAME_BYTES_MAX, FRAME_HEADER_BYTES, FRAME_SAVE, FRAME_SUPERSEDE, checkFrame, frameBytes, frameId, frameTs, frameType, sealFrame } from './frame.js';
+import { valueBytes } from './record-json.js';
+
+/**
+ * Logical bytes of one chunk: one sparse-index group of the largest frames. The caller cuts chunks below it
+ * (SUPERSEDE frames can make a group longer); a decode allocates at most this, plus the inflated streams.
+ */
+export const CHUNK_LOGICAL_BYTES_MAX = SPARSE_STRIDE * FRAME_BYTES_MAX;
+
+const MODE_RAW = 0;
+const MODE_COLUMNS = 1;
+const DEFLATE_LEVEL = 6;
+
+/** Bits of a frame's head byte. */
+const HEAD_SUPERSEDE = 1;
+/** ts is 8 raw bytes in STREAM_TS_RAW instead of a delta-of-delta in STREAM_TS. */
+const HEAD_TS_RAW = 2;
+/** The id is lower than the previous frame's: stored whole, not as a delta. */
+const HEAD_ID_WHOLE = 4;
+/** The payload is not a msgpack array of scalars: its length in STREAM_RAW_LENS, its bytes in STREAM_RAW. */
+const HEAD_PAYLOAD_RAW = 8;
+const HEAD_BITS = HEAD_SUPERSEDE | HEAD_TS_RAW | HEAD_ID_WHOLE | HEAD_PAYLOAD_RAW;
+
+const STREAM_HEADS = 0;
+const STREAM_IDS = 1;
+const STREAM_TS = 2;
+const STREAM_TS_RAW = 3;
+const STREAM_ARRAY_HEADS = 4;
+const STREAM_RAW_LENS = 5;
+const STREAM_RAW = 6;
+const FIXED_STREAMS = 7;
+
+/** Where a frame header holds ts (frame.ts), read as raw bytes when it cannot be a delta. */
+const FRAME_TS_OFFSET = 18;
+/** A delta-of-delta this large goes raw, so that its zigzag stays a safe integer. */
+const TS_DOD_MAX = 2 ** 52;
+/**
+ * What the inflated streams may exceed the logical bytes by, the bound of the decoder's inflate. Their table
+ * fits in it; the streams themselves are smaller than the frames but for pathological columns (a number
+ * form takes up to 10 bytes where a fixint took 1), and such a chunk is stored raw.
+ */
+const STREAMS_EXTRA_BYTES_MAX = (2 + FIXED_STREAMS + COLUMNS_MAX) * VARINT_BYTES_MAX;
+
+/** Compressed form of `logical` (the exact bytes of whole, valid frames back to back). */
+export function encodeChunk(logical: Uint8Array): Buffer {
+  assert(logical.length <= CHUNK_LOGICAL_BYTES_MAX, `chunk of ${logical.length} bytes over CHUNK_LOGICAL_BYTES_MAX`);
+  const streams = wholeValidFrames(logical) ? encodeColumns(logical) : undefined;
+  if (streams && streams.length <= logical.length + STREAMS_EXTRA_BYTES_MAX) {
+    const deflated = deflateRawSync(streams, { level: DEFLATE_LEVEL });
+    if (deflated.length < logical.length) return Buffer.concat([Buffer.of(MODE_COLUMNS), deflated]);
+  }
+  return Buffer.concat([Buffer.of(MODE_RAW), logical]);
+}
+
+/**
+ * The exact logical bytes back, a new Buffer of `logicalBytes`. Malformed input throws an Error naming what
+ * is wrong, or gives other bytes of that length (the caller's CRC of the logical bytes tells).
+ */
+export function decodeChunk(compressed: Uint8Array, logicalBytes: number): Buffer {
+  if (!Number.isSafeInteger(logicalBytes) || logicalBytes < 0 || logicalBytes > CHUNK_LOGICAL_BYTES_MAX) {
+    throw new Error(`chunk: logical length ${logicalBytes} out of range`);
+  }
+  if (compressed.length === 0) throw new Error('chunk: empty');
+  const mode = compressed[0];
+  if (mode === MODE_RAW) {
+    if (compressed.length - 1 !== logicalBytes) throw new Error(`chunk: raw chunk of ${compressed.length - 1} bytes, expected ${logicalBytes}`);
+    return Buffer.from(compressed.subarray(1));
+  }
+  if (mode !== MODE_COLUMNS) throw new Error(`chunk: unknown mode ${mode}`);
+  let streams: Buffer;
+  try {
+    streams = inflateRawSync(compressed.subarray(1), { maxOutputLength: logicalBytes + STREAMS_EXTRA_BYTES_MAX });
+  } catch (e) {
+    throw new Error(`chunk: corrupt deflate data (${(e as Error).message})`);
+  }
+  return decodeColumns(streams, logicalBytes);
+}
+
+/** Only frames checkFrame accepts go through the transform: one with a bad CRC would come back with a good one. */
+function wholeValidFrames(logical: Uint8Array): boolean {
+  let off = 0;
+  while (off < logical.length) {
+    const n = checkFrame(logical, off, logical.length);
+    if (n <= 0) return false;
+    off += n;
+  }
+  return off > 0;
+}
+
+/** The streams of whole valid frames. */
+function encodeColumns(logical: Uint8Array): Buffer {
+  const fixed = Array.from({ length: FIXED_STREAMS }, () => new ByteSink());
+  const columnWriters: ColumnWriter[] = [];
+  const view = viewOf(logical);
+  let frames = 0;
+  let prevId = 0;
+  const tsState = new TsState();
+  for (let off = 0; off < logical.length; off += frameBytes(logical, off), frames++) {
+    const id = frameId(logical, off);
+    const ts = frameTs(logical, off);
+    let head = frameType(logical, off) === FRAME_SUPERSEDE ? HEAD_SUPERSEDE : 0;
+    if (id >= prevId) fixed[STREAM_IDS].varint(id - prevId);
+    else {
+      head |= HEAD_ID_WHOLE;
+      fixed[STREAM_IDS].varint(id);
+    }
+    prevId = id;
+    const dod = tsState.deltaOfDelta(ts);
+    if (dod === undefined) {
+      head |= HEAD_TS_RAW;
+      fixed[STREAM_TS_RAW].bytes(logical, off + FRAME_TS_OFFSET, off + FRAME_TS_OFFSET + 8);
+    } else fixed[STREAM_TS].varint(zigzag(dod));
+    tsState.advance(ts);
+    const payload = off + FRAME_HEADER_BYTES;
+    const end = off + frameBytes(logical, off);
+    const items = scalarArrayItems(logical, payload, end);
+    if (items < 0) {
+      head |= HEAD_PAYLOAD_RAW;
+      fixed[STREAM_RAW_LENS].varint(end - payload);
+      fixed[STREAM_RAW].bytes(logical, payload, end);
+    } else {
+      let p = payload + arrayHeadBytes(logical[payload]);
+      fixed[STREAM_ARRAY_HEADS].bytes(logical, payload, p);
+      for (let col = 0; col < items; col++) {
+        if (col === columnWriters.length) columnWriters.push(new ColumnWriter(logical, view));
+        const n = valueBytes(logical, p, end);
+        columnWriters[col].item(p, n);
+        p += n;
+      }
+    }
+    fixed[STREAM_HEADS].byte(head);
+  }
+  const all = [...fixed, ...columnWriters.map((c) => c.sink)];
+  const table = new ByteSink();
+  table.varint(frames);
+  table.varint(columnWriters.length);
+  for (const s of all) table.varint(s.length);
+  return Buffer.concat([table.view(), ...all.map((s) => s.view())]);
+}
+
+function decodeColumns(src: Buffer, logicalBytes: number): Buffer {
+  const table = new ByteSource(src, 0, src.length, 'table');
+  const frames = table.varint();
+  const columnCount = table.varint();
+  if (frames * FRAME_HEADER_BYTES > logicalBytes) throw new Error(`chunk: ${frames} frames cannot fit in ${logicalBytes} bytes`);
+  if (columnCount > COLUMNS_MAX) throw new Error(`chunk: ${columnCount} columns, at most ${COLUMNS_MAX}`);
+  const lengths: number[] = [];
+  for (let s = 0; s < FIXED_STREAMS + columnCount; s++) lengths.push(table.varint());
+  const starts: number[] = [];
+  let start = table.pos;
+  for (const n of lengths) {
+    starts.push(start);
+    start += n;
+  }
+  if (start !== src.length) throw new Error(`chunk: streams end at ${start}, the data at ${src.length}`);
+  const fixed = (s: number, name: string): ByteSource => new ByteSource(src, starts[s], starts[s] + lengths[s], name);
+  const heads = fixed(STREAM_HEADS, 'heads');
+  const ids = fixed(STREAM_IDS, 'ids');
+  const tss = fixed(STREAM_TS, 'timestamps');
+  const tsRaw = fixed(STREAM_TS_RAW, 'raw timestamps');
+  const arrayHeads = fixed(STREAM_ARRAY_HEADS, 'array heads');
+  const rawLens = fixed(STREAM_RAW_LENS, 'raw payload lengths');
+  const raw = fixed(STREAM_RAW, 'raw payloads');
+  // Unsafe is safe: every byte is written before the buffer is returned (frames end exactly at logicalBytes).
+  const out = Buffer.allocUnsafe(logicalBytes);
+  const columns = new ColumnReader(src, out, starts[FIXED_STREAMS] ?? start, lengths.slice(FIXED_STREAMS));
+  let off = 0;
+  let prevId = 0;
+  const tsState = new TsState();
+  for (let f = 0; f < frames; f++) {
+    const head = heads.byte();
+    if ((head & ~HEAD_BITS) !== 0) throw new Error(`chunk: frame ${f} has unknown head bits ${head}`);
+    const id = head & HEAD_ID_WHOLE ? ids.varint() : prevId + ids.varint();
+    if (!Number.isSafeInteger(id) || id < 1) throw new Error(`chunk: frame ${f} has id ${id}`);
+    prevId = id;
+    const ts = head & HEAD_TS_RAW ? tsRaw.float64() : tsState.predicted() + unzigzag(tss.varint());
+    tsState.advance(ts);
+    const payload = off + FRAME_HEADER_BYTES;
+    if (payload > logicalBytes) throw new Error(`chunk: frame ${f} runs past the logical length`);
+    let w: number;
+    if (head & HEAD_PAYLOAD_RAW) w = raw.copyTo(out, payload, rawLens.varint());
+    else {
+      const headBytes = arrayHeadBytes(arrayHeads.peek());
+      if (headBytes === 0) throw new Error(`chunk: frame ${f} has no array header`);
+      w = arrayHeads.copyTo(out, payload, headBytes);
+      const items = arrayCount(out, payload);
+      if (items > columnCount) throw new Error(`chunk: frame ${f} has ${items} items, ${columnCount} columns`);
+      for (let col = 0; col < items; col++) w = columns.itemTo(w, col);
+    }
+    sealFrame(out, off, head & HEAD_SUPERSEDE ? FRAME_SUPERSEDE : FRAME_SAVE, id, ts, w - payload);
+    off = w;
+  }
+  if (off !== logicalBytes) throw new Error(`chunk: frames end at ${off}, expected ${logicalBytes}`);
+  for (const s of [heads, ids, tss, tsRaw, arrayHeads, rawLens, raw]) s.expectEnd();
+  columns.expectEnd();
+  return out;
+}
+
+/**
+ * Delta-of-delta coding of timestamps. Both sides derive the prediction from the timestamps alone, so any
+ * rule is lossless as long as it is the same: a timestamp that is not a safe integer (or -0, which an
+ * integer sum would turn into 0) goes raw, and a delta that is not a safe integer counts as 0.
+ */
+class TsState {
+  private prevTs = 0;
+  private prevDelta = 0;
+
+  predicted(): number {
+    return this.prevTs + this.prevDelta;
+  }
+
+  /** ts minus the prediction when that can be stored as a zigzag varint and added back exactly. */
+  deltaOfDelta(ts: number): number | undefined {
+    const predicted = this.predicted();
+    if (!Number.isSafeInteger(ts) || Object.is(ts, -0) || !Number.isSafeInteger(predicted)) return undefined;
+    const dod = ts - predicted;
+    return Math.abs(dod) < TS_DOD_MAX ? dod : undefined;
+  }
+
+  advance(ts: number): void {
+    const delta = ts - this.prevTs;
+    this.prevDelta = Number.isSafeInteger(delta) ? delta : 0;
+    this.prevTs = ts;
+  }
+}

@@ -1,0 +1,252 @@
+import fs from 'node:fs';
+import { afterEach, describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { Packr } from 'msgpackr';
+import { deflateRawSync, inflateRawSync } from 'node:zlib';
+import { CHUNK_LOGICAL_BYTES_MAX, decodeChunk, encodeChunk } from '../../src/store/chunk-codec.js';
+import { FRAME_HEADER_BYTES, FRAME_SAVE, FRAME_SUPERSEDE, checkFrame, sealFrame, type FrameType } from '../../src/store/frame.js';
+import { FIELDS, sensorRecord } from '../../bench/records.js';
+import { openModel, openStore, rec, removeTmpDirs, segFiles, tmpDir } from './helpers.js';
+
+const packr = new Packr({ useRecords: false });
+
+interface FrameSpec {
+  type: FrameType;
+  id: number;
+  ts: number;
+  payload: Uint8Array;
+}
+
+function frames(specs: readonly FrameSpec[]): Buffer {
+  const out = Buffer.alloc(specs.reduce((n, s) => n + FRAME_HEADER_BYTES + s.payload.length, 0));
+  let off = 0;
+  for (const s of specs) {
+    out.set(s.payload, off + FRAME_HEADER_BYTES);
+    sealFrame(out, off, s.type, s.id, s.ts, s.payload.length);
+    off += FRAME_HEADER_BYTES + s.payload.length;
+  }
+  return out;
+}
+
+function roundtrip(logical: Buffer): Buffer {
+  return decodeChunk(encodeChunk(logical), logical.length);
+}
+
+/** The chunk of `count` sensor records as the store writes them: ids in a row, one every 100 ms. */
+function sensorChunk(first: number, count: number, record: (i: number) => Record<string, unknown>): Buffer {
+  const specs: FrameSpec[] = [];
+  for (let i = first; i < first + count; i++) {
+    const r = record(i);
+    specs.push({ type: FRAME_SAVE, id: i + 1, ts: 1_767_225_600_000 + 100 * i, payload: packr.pack(FIELDS.map((f) => r[f])) });
+  }
+  return frames(specs);
+}
+
+function float64Be(v: number): Uint8Array {
+  const b = Buffer.alloc(8);
+  b.writeDoubleBE(v);
+  return b;
+}
+
+const bytesOf = (...parts: (number | Uint8Array)[]): Uint8Array =>
+  Uint8Array.from(parts.flatMap((p) => (typeof p === 'number' ? [p] : [...p])));
+
+/** One msgpack scalar as bytes, any tag the scanner knows, including canonical forms msgpackr would not write. */
+const scalarItem: fc.Arbitrary<Uint8Array> = fc.oneof(
+  fc.constantFrom(0xc0, 0xc2, 0xc3).map((t) => bytesOf(t)),
+  fc.integer({ min: 0, max: 0x7f }).map((v) => bytesOf(v)),
+  fc.integer({ min: 0xe0, max: 0xff }).map((v) => bytesOf(v)),
+  fc.uint8Array({ minLength: 8, maxLength: 8 }).map((b) => bytesOf(0xcb, b)),
+  fc.double().map((v) => packr.pack(v) as Uint8Array),
+  fc.tuple(fc.integer({ min: -(2 ** 31), max: 2 ** 32 - 1 }), fc.integer({ min: 0, max: 11 })).map(([n, k]) => packr.pack(n / 10 ** k) as Uint8Array),
+  fc.tuple(fc.maxSafeInteger(), fc.integer({ min: 0, max: 11 })).map(([n, k]) => bytesOf(0xcb, float64Be(n / 10 ** k))),
+  fc.constantFrom(-0, 2 ** 51, -(2 ** 51), 2 ** 51 + 1, 2 ** 51 / 1e9, 2 ** 32, -(2 ** 31) - 1, 0.1, -0.1, 1e-300, 5e-324).map((v) => bytesOf(0xcb, float64Be(v))),
+  fc.constantFrom(-(2 ** 31), 2 ** 32 - 1, -33, -32, 127, 128, 255, 256, 65535, 65536, -128, -129, -32768, -32769).map((v) => packr.pack(v) as Uint8Array),
+  fc.tuple(fc.constantFrom(0xca, 0xcc, 0xcd, 0xce, 0xcf, 0xd0, 0xd1, 0xd2, 0xd3), fc.uint8Array({ minLength: 8, maxLength: 8 })).map(([t, b]) => {
+    const n = { 0xca: 4, 0xcc: 1, 0xcd: 2, 0xce: 4, 0xcf: 8, 0xd0: 1, 0xd1: 2, 0xd2: 4, 0xd3: 8 }[t] ?? 0;
+    return bytesOf(t, b.subarray(0, n));
+  }),
+  fc.oneof(fc.string(), fc.string({ unit: 'binary', maxLength: 300 })).map((s) => packr.pack(s) as Uint8Array),
+  fc.uint8Array({ maxLength: 40 }).map((b) => bytesOf(0xc4, b.length, b)),
+  fc.uint8Array({ maxLength: 40 }).map((b) => bytesOf(0xd9, b.length, b)),
+  fc.uint8Array({ maxLength: 40 }).map((b) => bytesOf(0xda, 0, b.length, b)),
+  fc.uint8Array({ maxLength: 40 }).map((b) => bytesOf(0xc7, b.length, 5, b)),
+  fc.tuple(fc.constantFrom([0xd4, 1], [0xd5, 2], [0xd6, 4], [0xd7, 8], [0xd8, 16]), fc.uint8Array({ minLength: 17, maxLength: 17 })).map(([[t, n], b]) => bytesOf(t, b.subarray(0, n + 1))),
+);
+
+/** A msgpack array of scalars, with its canonical header or a longer one. */
+const scalarArray: fc.Arbitrary<Uint8Array> = fc.tuple(fc.array(scalarItem, { maxLength: 20 }), fc.constantFrom('fix', 'u16', 'u32')).map(([items, form]) => {
+  const n = items.length;
+  const head = form === 'u32' ? bytesOf(0xdd, 0, 0, 0, n) : form === 'u16' || n > 15 ? bytesOf(0xdc, 0, n) : bytesOf(0x90 + n);
+  return bytesOf(head, ...items);
+});
+
+const payload: fc.Arbitrary<Uint8Array> = fc.oneof(
+  { weight: 4, arbitrary: scalarArray },
+  { weight: 2, arbitrary: fc.array(fc.oneof(fc.double(), fc.integer(), fc.string(), fc.boolean(), fc.constant(null))).map((a) => packr.pack(a) as Uint8Array) },
+  { weight: 1, arbitrary: fc.anything().map((v) => packr.pack(v) as Uint8Array) },
+  { weight: 1, arbitrary: fc.uint8Array({ maxLength: 64 }) },
+  { weight: 1, arbitrary: fc.array(fc.integer({ min: 0, max: 9 }), { minLength: 1050, maxLength: 1100 }).map((a) => packr.pack(a) as Uint8Array) },
+);
+
+const timestamp: fc.Arbitrary<number> = fc.oneof(
+  fc.integer({ min: 0, max: 5 }).map((k) => 1_767_225_600_000 + k * 100),
+  fc.double({ noNaN: true, noDefaultInfinity: true }),
+  fc.constantFrom(-0, 0, Number.MAX_SAFE_INTEGER, -Number.MAX_SAFE_INTEGER, 2 ** 60, Number.MAX_VALUE, -Number.MAX_VALUE, 0.5),
+  fc.maxSafeInteger(),
+);
+
+/** Frames following the id rules: a SAVE takes the next id (or a higher one, frames lost), a SUPERSEDE repeats it. */
+const validFrames: fc.Arbitrary<FrameSpec[]> = fc
+  .tuple(
+    fc.oneof(fc.integer({ min: 1, max: 1000 }), fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER - 10_000 })),
+    fc.array(fc.tuple(fc.constantFrom<FrameType>(FRAME_SAVE, FRAME_SAVE, FRAME_SUPERSEDE), fc.constantFrom(1, 1, 1, 2, 50), timestamp, payload), { maxLength: 80 }),
+  )
+  .map(([first, rows]) => {
+    let id = first - 1;
+    return rows.map(([type, step, ts, p], i) => {
+      id = type === FRAME_SUPERSEDE && i > 0 ? id : id + step;
+      return { type, id, ts, payload: p };
+    });
+  });
+
+afterEach(removeTmpDirs);
+
+describe('chunk codec', () => {
+  it('gives back any valid frames byte for byte', () => {
+    fc.assert(
+      fc.property(validFrames, (specs) => {
+        const logical = frames(specs);
+        expect(roundtrip(logical).equals(logical)).toBe(true);
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it('gives back frames whose ids go down (valid one by one, not in a segment)', () => {
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.maxSafeInteger().filter((id) => id >= 1), timestamp, payload), { maxLength: 20 }), (rows) => {
+        const logical = frames(rows.map(([id, ts, p]) => ({ type: FRAME_SAVE, id, ts, payload: p })));
+        expect(roundtrip(logical).equals(logical)).toBe(true);
+      }),
+    );
+  });
+
+  it('stores input that is not whole valid frames as it is', () => {
+    const chunk = sensorChunk(0, 64, sensorRecord);
+    const badCrc = Buffer.from(chunk);
+    badCrc[5] ^= 1;
+    for (const logical of [Buffer.alloc(0), chunk.subarray(0, chunk.length - 3), badCrc, Buffer.concat([chunk, Buffer.of(0)]), Buffer.from('not frames at all')]) {
+      const encoded = encodeChunk(logical);
+      expect(encoded[0]).toBe(0);
+      expect(decodeChunk(encoded, logical.length).equals(logical)).toBe(true);
+    }
+  });
+
+  it('gives back the frames of a segment the store wrote, saves and update-lasts, in 64-frame chunks', async () => {
+    const dir = tmpDir();
+    const store = await openStore(dir);
+    const log = await openModel(store);
+    for (let i = 1; i <= 1000; i++) {
+      log.save(rec(i));
+      if (i % 100 === 0) log.updateLast({ hum: -i });
+    }
+    await store.close();
+    let records = 0;
+    let stored = 0;
+    for (const name of segFiles(`${dir}/m`)) {
+      const b = fs.readFileSync(`${dir}/m/${name}`);
+      const ends: number[] = [];
+      for (let off = 32, n; (n = checkFrame(b, off, b.length)) > 0; off += n) ends.push(off + n);
+      for (let first = 0; first < ends.length; first += 64) {
+        const logical = b.subarray(first === 0 ? 32 : ends[first - 1], ends[Math.min(first + 64, ends.length) - 1]);
+        const encoded = encodeChunk(logical);
+        expect(decodeChunk(encoded, logical.length).equals(logical)).toBe(true);
+        stored += encoded.length;
+      }
+      records += ends.length;
+    }
+    expect(records).toBe(1010);
+    expect(stored / records).toBeLessThanOrEqual(16);
+  });
+
+  it('compresses sensor records to at most 16 B a record', () => {
+    const chunk = sensorChunk(1000, 64, sensorRecord);
+    const encoded = encodeChunk(chunk);
+    expect(encoded[0]).toBe(1);
+    expect(encoded.length / 64).toBeLessThanOrEqual(16);
+  });
+
+  it('rejects or changes corrupt input, never returns another length', () => {
+    const chunk = sensorChunk(5000, 64, sensorRecord);
+    const encoded = encodeChunk(chunk);
+    const outcome = (bytes: Uint8Array, logicalBytes: number): string => {
+      try {
+        const out = decodeChunk(bytes, logicalBytes);
+        expect(out.length).toBe(logicalBytes);
+        return out.equals(chunk) ? 'same' : 'differs';
+      } catch (e) {
+        expect(e).toBeInstanceOf(Error);
+        return 'throws';
+      }
+    };
+    fc.assert(
+      fc.property(fc.nat(encoded.length * 8 - 1), (bit) => {
+        const flipped = Buffer.from(encoded);
+        flipped[bit >> 3] ^= 1 << (bit & 7);
+        outcome(flipped, chunk.length);
+      }),
+      { numRuns: 2000 },
+    );
+    for (let n = 0; n < encoded.length; n++) expect(outcome(encoded.subarray(0, n), chunk.length)).toBe('throws');
+    expect(outcome(encoded, chunk.length - 1)).toBe('throws');
+    expect(outcome(encoded, chunk.length + 1)).toBe('throws');
+    expect(() => decodeChunk(encoded, CHUNK_LOGICAL_BYTES_MAX + 1)).toThrow(/out of range/);
+    // Corrupt streams inside valid deflate data: what the decoder itself must catch.
+    const streams = inflateRawSync(encoded.subarray(1));
+    fc.assert(
+      fc.property(fc.nat(streams.length - 1), fc.integer({ min: 1, max: 255 }), (at, xor) => {
+        const bad = Buffer.from(streams);
+        bad[at] ^= xor;
+        expect(outcome(Buffer.concat([Buffer.of(1), deflateRawSync(bad)]), chunk.length)).not.toBe('same');
+      }),
+      { numRuns: 2000 },
+    );
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 600 }), fc.nat(5000), (garbage, logicalBytes) => {
+        outcome(bytesOf(1, garbage), logicalBytes);
+        outcome(bytesOf(0, garbage), logicalBytes);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+});
+
+describe('chunk codec limits', () => {
+  it('gives back frames whose number deltas take more bytes than the numbers (stored raw)', () => {
+    const extremes = Array.from({ length: 200 }, () => [0, 2 ** 32 - 1]);
+    const logical = frames(Array.from({ length: 64 }, (_, i) => ({ type: FRAME_SAVE, id: i + 1, ts: i, payload: packr.pack(extremes.map((pair) => pair[i % 2])) as Uint8Array })));
+    expect(encodeChunk(logical)[0]).toBe(0);
+    expect(roundtrip(logical).equals(logical)).toBe(true);
+  });
+
+  it('refuses a chunk over the limit, and deflate data that would inflate past the logical length', () => {
+    expect(() => encodeChunk(Buffer.alloc(CHUNK_LOGICAL_BYTES_MAX + 1))).toThrow(/over CHUNK_LOGICAL_BYTES_MAX/);
+    const bomb = Buffer.concat([Buffer.of(1), deflateRawSync(Buffer.alloc(64 * 1024 * 1024))]);
+    expect(() => decodeChunk(bomb, 4096)).toThrow(/corrupt deflate data/);
+  });
+
+  it('gives back deltas at the edges of their ranges', () => {
+    const edges: FrameSpec[][] = [
+      [0, 2 ** 52],
+      [0, -(2 ** 52)],
+      [2 ** 53 - 1, -(2 ** 53 - 1)],
+    ].map((ts) => ts.map((t, i) => ({ type: FRAME_SAVE as FrameType, id: i + 1, ts: t, payload: packr.pack([1]) as Uint8Array })));
+    const decimals = [-(2 ** 51), 2 ** 51, -(2 ** 51), 2 ** 47, -(2 ** 47), 2 ** 47 + 1, 0.5, -(2 ** 51) / 1e9, 2 ** 51 / 1e9];
+    edges.push(decimals.map((v, i) => ({ type: FRAME_SAVE as FrameType, id: i + 1, ts: 0, payload: bytesOf(0x91, 0xcb, float64Be(v)) })));
+    for (const specs of edges) {
+      const logical = frames(specs);
+      expect(roundtrip(logical).equals(logical)).toBe(true);
+    }
+  });
+});
