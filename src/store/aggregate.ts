@@ -10,7 +10,7 @@ import { FRAME_HEADER_BYTES, frameTs } from './frame.js';
 import { readBytesSync, visitFrames, type BufferedBytes, type HeldSegments, type LostFn } from './reader.js';
 import type { Segment } from './segment.js';
 import { StatsTable, type FieldStats } from './stats-table.js';
-import { COARSE_BLOCKS, SegmentSummary } from './segment-summary.js';
+import { COARSE_BLOCKS, SUMMARY_BLOCK_RECORDS, SegmentSummary } from './segment-summary.js';
 import type { SummaryBook } from './summaries.js';
 import { straddleCache } from './straddle-cache.js';
 import { BlockColumnsBuilder, ColumnPlan, type BlockColumns, type ColumnValues } from './block-columns.js';
@@ -175,18 +175,21 @@ export async function aggregate(
     counts[row]++;
     for (let f = 0; f < fieldIndexes.length; f++) acc.add(row, f, values[fieldIndexes[f]]);
   };
+  /** Bucket row of each record of the block being placed, -1 outside [fromMs, toMs): one array for all blocks. */
+  let rowOf = new Int32Array(SUMMARY_BLOCK_RECORDS);
+  // Field by field, so each column is one tight loop over numbers; a cell still sees its values in id order.
   const placeBlock = (d: BlockColumns): void => {
-    const cols = fieldIndexes.map((c) => d.columns.get(c) as ColumnValues);
-    for (let i = 0; i < d.ts.length; i++) {
+    const n = d.ts.length;
+    if (rowOf.length < n) rowOf = new Int32Array(n);
+    for (let i = 0; i < n; i++) {
       const ts = d.ts[i];
-      if (ts < fromMs || ts >= toMs) continue;
-      const row = Math.floor(ts / intervalMs) - span.first;
-      counts[row]++;
-      for (let f = 0; f < cols.length; f++) {
-        const { nums, others } = cols[f];
-        const other = others === undefined ? undefined : others[i];
-        acc.add(row, f, other === undefined ? nums[i] : other);
-      }
+      const row = ts < fromMs || ts >= toMs ? -1 : Math.floor(ts / intervalMs) - span.first;
+      rowOf[i] = row;
+      if (row >= 0) counts[row]++;
+    }
+    for (let f = 0; f < fieldIndexes.length; f++) {
+      const { nums, others } = d.columns.get(fieldIndexes[f]) as ColumnValues;
+      acc.addColumn(f, rowOf, nums, others, n);
     }
   };
   for (let b = 0; b < units.length; b++) {
