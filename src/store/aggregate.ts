@@ -13,7 +13,7 @@ import { StatsTable, type FieldStats } from './stats-table.js';
 import { COARSE_BLOCKS, SUMMARY_BLOCK_RECORDS, SegmentSummary } from './segment-summary.js';
 import type { SummaryBook } from './summaries.js';
 import { straddleCache } from './straddle-cache.js';
-import { BlockColumnsBuilder, ColumnPlan, type BlockColumns, type ColumnValues } from './block-columns.js';
+import { BlockColumnsBuilder, ColumnPlan, type BlockColumns } from './block-columns.js';
 import { InvalidArgumentError } from '../errors.js';
 
 export const AGGREGATE_BUCKETS_MAX = 10_000;
@@ -74,8 +74,8 @@ const SYNC_READS_PER_TURN = 256;
  * round trip through the thread pool, so blocks are read synchronously, SYNC_READS_PER_TURN at a time,
  * the part still in memory (active segment) copied from the write buffer as readRange does.
  */
-async function readStraddles(buffered: BufferedBytes, straddles: readonly Straddle[], columns: readonly number[], lost: LostFn): Promise<BlockColumns[]> {
-  const out = new Array<BlockColumns>(straddles.length);
+async function readStraddles(buffered: BufferedBytes, straddles: readonly Straddle[], columns: readonly number[], lost: LostFn): Promise<Array<readonly BlockColumns[]>> {
+  const out = new Array<readonly BlockColumns[]>(straddles.length);
   let syncReads = 0;
   /** Blocks are read into this one buffer: the builder copies out what it keeps. */
   let scratch = Buffer.allocUnsafe(16 * 1024);
@@ -95,8 +95,9 @@ async function readStraddles(buffered: BufferedBytes, straddles: readonly Stradd
     readBytesSync(buffered, seg, buf, start, end);
     const builder = new BlockColumnsBuilder(b, plan, b - a + 1);
     visitFrames(buf, a, b, (frames, off, bytes, _id, again) => builder.add(frameTs(frames, off), frames, off + FRAME_HEADER_BYTES, off + bytes, again), lost);
-    out[r] = builder.finish();
-    straddleCache.put(summary, block, out[r]);
+    const decoded = builder.finish();
+    out[r] = [decoded];
+    straddleCache.put(summary, block, decoded);
   }
   return out;
 }
@@ -178,18 +179,18 @@ export async function aggregate(
   /** Bucket row of each record of the block being placed, -1 outside [fromMs, toMs): one array for all blocks. */
   let rowOf = new Int32Array(SUMMARY_BLOCK_RECORDS);
   // Field by field, so each column is one tight loop over numbers; a cell still sees its values in id order.
-  const placeBlock = (d: BlockColumns): void => {
-    const n = d.ts.length;
+  const placeBlock = (parts: readonly BlockColumns[]): void => {
+    const { count: n, values: ts } = parts[0];
     if (rowOf.length < n) rowOf = new Int32Array(n);
     for (let i = 0; i < n; i++) {
-      const ts = d.ts[i];
-      const row = ts < fromMs || ts >= toMs ? -1 : Math.floor(ts / intervalMs) - span.first;
+      const row = ts[i] < fromMs || ts[i] >= toMs ? -1 : Math.floor(ts[i] / intervalMs) - span.first;
       rowOf[i] = row;
       if (row >= 0) counts[row]++;
     }
     for (let f = 0; f < fieldIndexes.length; f++) {
-      const { nums, others } = d.columns.get(fieldIndexes[f]) as ColumnValues;
-      acc.addColumn(f, rowOf, nums, others, n);
+      let slot = -1;
+      const part = parts.find((p) => (slot = p.columns.indexOf(fieldIndexes[f])) >= 0) as BlockColumns;
+      acc.addColumn(f, rowOf, part.values, (slot + 1) * n, part.others[slot], n);
     }
   };
   for (let b = 0; b < units.length; b++) {

@@ -91,15 +91,16 @@ export class StatsTable {
 
   /**
    * add(rows[i], field, value i) for i < count in order, skipping rows[i] < 0; value i is others[i] when that
-   * is set, else nums[i]. Numbers take an inline path: this runs for every record of a block across an edge.
+   * is set, else nums[numsStart + i]. Numbers take an inline path: this runs for every record of a block
+   * across an edge.
    */
-  addColumn(field: number, rows: Int32Array, nums: Float64Array, others: readonly unknown[] | undefined, count: number): void {
+  addColumn(field: number, rows: Int32Array, nums: Float64Array, numsStart: number, others: readonly unknown[] | undefined, count: number): void {
     const s = this.stats[field];
     for (let i = 0; i < count; i++) {
       const row = rows[i];
       if (row < 0) continue;
       const other = others === undefined ? undefined : others[i];
-      const num = nums[i];
+      const num = nums[numsStart + i];
       if (other !== undefined || num !== num) {
         this.add(row, field, other === undefined ? num : other);
         continue;
