@@ -6,7 +6,6 @@
  * clock step (placement never assumes sorted timestamps). A segment whose newest create_at is before
  * `from`, or whose summary starts at or after `to`, is skipped.
  */
-import { FRAME_HEADER_BYTES, frameTs } from './frame.js';
 import { readBytesSync, visitFrames, type BufferedBytes, type HeldSegments, type LostFn } from './reader.js';
 import type { Segment } from './segment.js';
 import { StatsTable, type FieldStats } from './stats-table.js';
@@ -94,7 +93,7 @@ async function readStraddles(buffered: BufferedBytes, straddles: readonly Stradd
     const buf = scratch.subarray(0, end - start);
     readBytesSync(buffered, seg, buf, start, end);
     const builder = new BlockColumnsBuilder(b, plan, b - a + 1);
-    visitFrames(buf, a, b, (frames, off, bytes, _id, again) => builder.add(frameTs(frames, off), frames, off + FRAME_HEADER_BYTES, off + bytes, again), lost);
+    visitFrames(buf, a, b, (frames, off, bytes, _id, again) => builder.add(frames, off, off + bytes, again), lost);
     const decoded = builder.finish();
     out[r] = [decoded];
     straddleCache.put(summary, block, decoded);

@@ -8,6 +8,7 @@
  * what decodeValues gives.
  */
 import { decodeValues } from './reader.js';
+import { FRAME_HEADER_BYTES, FRAME_TS_OFFSET } from './frame.js';
 
 export interface BlockColumns {
   /** Last id covered when decoded (the straddle cache keys on it). */
@@ -56,14 +57,18 @@ export class BlockColumnsBuilder {
     this.others = new Array<unknown[] | undefined>(slots).fill(undefined);
   }
 
-  /** Adds a record; `replaces` = it is a newer frame of the record added just before. */
-  add(ts: number, buf: Buffer, start: number, end: number, replaces: boolean): void {
+  /**
+   * Adds the record of the checked frame buf[frameStart, frameEnd); `replaces` = it is a newer frame of the
+   * record added just before. create_at is read through the block's DataView (frameTs copies bytes).
+   */
+  add(buf: Buffer, frameStart: number, frameEnd: number, replaces: boolean): void {
     if (!replaces) this.count++;
     if (this.count > this.recordsMax) throw new Error(`store invariant violated: more than ${this.recordsMax} records in a summary block`);
     const i = this.count - 1;
-    this.values[i] = ts;
+    this.values[i] = this.viewOf(buf).getFloat64(frameStart + FRAME_TS_OFFSET, true);
     if (replaces) this.clearRow(i);
-    if (this.plan.columns.length > 0 && !this.readFast(buf, start, end, i)) this.readSlow(buf, start, end, i);
+    const start = frameStart + FRAME_HEADER_BYTES;
+    if (this.plan.columns.length > 0 && !this.readFast(buf, start, frameEnd, i)) this.readSlow(buf, start, frameEnd, i);
   }
 
   finish(): BlockColumns {
