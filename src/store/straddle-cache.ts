@@ -4,8 +4,8 @@
  * same blocks: the refresh then reads and decodes nothing. A block's records never change once
  * summarised (ids below the newest record are final), so an entry stays valid while its block's last
  * covered id is the same. An entry serves the columns it was decoded for; asking for others decodes the
- * block again and the entry keeps both decodings (parts). One cache for the
- * process, bounded in blocks, least recently used first out.
+ * block again and the entry keeps both decodings (parts). One cache for the process, bounded in blocks,
+ * least recently used first out.
  */
 import type { SegmentSummary } from './segment-summary.js';
 import type { BlockColumns } from './block-columns.js';
