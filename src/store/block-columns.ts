@@ -8,21 +8,23 @@
  * what decodeValues gives.
  */
 import { decodeValues } from './reader.js';
-
-export interface ColumnValues {
-  /** The value of record i when it is a number (NaN otherwise). */
-  nums: Float64Array;
-  /** Record i's value when it is not a number; null also stands for a record stored before the column. */
-  others: unknown[] | undefined;
-}
+import { FRAME_HEADER_BYTES, FRAME_TS_OFFSET } from './frame.js';
 
 export interface BlockColumns {
   /** Last id covered when decoded (the straddle cache keys on it). */
   lastId: number;
-  /** create_at of each record, in id order. */
-  ts: Float64Array;
-  /** By stored column index. */
-  columns: Map<number, ColumnValues>;
+  /** Records decoded. */
+  count: number;
+  /** The stored column index of each slot. */
+  columns: readonly number[];
+  /**
+   * create_at of record i at [i], in id order; slot s's value of record i at [(s + 1) * count + i] when it
+   * is a number (NaN otherwise). One array for the block: a Map and a typed-array view per column made the
+   * objects of the edge blocks (kept by the straddle cache) a good part of a new interval's garbage.
+   */
+  values: Float64Array;
+  /** Per slot: record i's value when it is not a number; null also stands for a record stored before the column. */
+  others: ReadonlyArray<unknown[] | undefined>;
 }
 
 /** The columns an aggregation asks for, with the slot of each stored column: made once, shared by its blocks. */
@@ -38,9 +40,8 @@ export class ColumnPlan {
 
 /** Builds a BlockColumns from the payloads of a block's records, in id order (newest frame of each id). */
 export class BlockColumnsBuilder {
-  private readonly ts: Float64Array;
-  /** Per slot of the plan: the values that are numbers (NaN until set). */
-  private readonly nums: Float64Array[];
+  /** Laid out as BlockColumns.values with `recordsMax` rows; finish() compacts it when fewer came. */
+  private readonly values: Float64Array;
   private readonly others: Array<unknown[] | undefined>;
   private count = 0;
   private viewBuf: Buffer | undefined;
@@ -49,36 +50,40 @@ export class BlockColumnsBuilder {
   constructor(
     private readonly lastId: number,
     private readonly plan: ColumnPlan,
-    recordsMax: number,
+    private readonly recordsMax: number,
   ) {
-    // One backing store for the block: an ArrayBuffer each would be five allocations outside the heap.
     const slots = plan.columns.length;
-    const all = new Float64Array((slots + 1) * recordsMax).fill(NaN, recordsMax);
-    this.ts = all.subarray(0, recordsMax);
-    this.nums = [];
-    for (let slot = 0; slot < slots; slot++) this.nums.push(all.subarray((slot + 1) * recordsMax, (slot + 2) * recordsMax));
+    this.values = new Float64Array((slots + 1) * recordsMax).fill(NaN, recordsMax);
     this.others = new Array<unknown[] | undefined>(slots).fill(undefined);
   }
 
-  /** Adds a record; `replaces` = it is a newer frame of the record added just before. */
-  add(ts: number, buf: Buffer, start: number, end: number, replaces: boolean): void {
+  /**
+   * Adds the record of the checked frame buf[frameStart, frameEnd); `replaces` = it is a newer frame of the
+   * record added just before. create_at is read through the block's DataView (frameTs copies bytes).
+   */
+  add(buf: Buffer, frameStart: number, frameEnd: number, replaces: boolean): void {
     if (!replaces) this.count++;
-    if (this.count > this.ts.length) throw new Error(`store invariant violated: more than ${this.ts.length} records in a summary block`);
+    if (this.count > this.recordsMax) throw new Error(`store invariant violated: more than ${this.recordsMax} records in a summary block`);
     const i = this.count - 1;
-    this.ts[i] = ts;
+    this.values[i] = this.viewOf(buf).getFloat64(frameStart + FRAME_TS_OFFSET, true);
     if (replaces) this.clearRow(i);
-    if (this.nums.length > 0 && !this.readFast(buf, start, end, i)) this.readSlow(buf, start, end, i);
+    const start = frameStart + FRAME_HEADER_BYTES;
+    if (this.plan.columns.length > 0 && !this.readFast(buf, start, frameEnd, i)) this.readSlow(buf, start, frameEnd, i);
   }
 
   finish(): BlockColumns {
-    const columns = new Map<number, ColumnValues>();
-    this.plan.columns.forEach((c, slot) => columns.set(c, { nums: this.nums[slot].subarray(0, this.count), others: this.others[slot] }));
-    return { lastId: this.lastId, ts: this.ts.subarray(0, this.count), columns };
+    const { count, recordsMax, plan } = this;
+    let values = this.values;
+    if (count < recordsMax) {
+      values = new Float64Array((plan.columns.length + 1) * count);
+      for (let row = 0; row <= plan.columns.length; row++) values.set(this.values.subarray(row * recordsMax, row * recordsMax + count), row * count);
+    }
+    return { lastId: this.lastId, count, columns: plan.columns, values, others: this.others };
   }
 
   private clearRow(i: number): void {
-    for (let slot = 0; slot < this.nums.length; slot++) {
-      this.nums[slot][i] = NaN;
+    for (let slot = 0; slot < this.others.length; slot++) {
+      this.values[(slot + 1) * this.recordsMax + i] = NaN;
       const o = this.others[slot];
       if (o !== undefined) o[i] = undefined;
     }
@@ -92,7 +97,7 @@ export class BlockColumnsBuilder {
     const values = decodeValues(buf.subarray(start, end));
     this.plan.columns.forEach((c, slot) => {
       const v = c < values.length ? values[c] : null;
-      if (typeof v === 'number') this.nums[slot][i] = v;
+      if (typeof v === 'number') this.values[(slot + 1) * this.recordsMax + i] = v;
       else this.setOther(slot, i, v ?? null);
     });
   }
@@ -115,7 +120,8 @@ export class BlockColumnsBuilder {
       p += 3;
     } else return false;
     const slots = this.plan.slotOf;
-    const nums = this.nums;
+    const values = this.values;
+    const stride = this.recordsMax;
     const upTo = Math.min(n, slots.length);
     for (let c = 0; c < upTo; c++) {
       const slot = slots[c];
@@ -151,7 +157,7 @@ export class BlockColumnsBuilder {
       }
       if (p > end) return false;
       if (slot < 0) continue;
-      if (other === undefined) nums[slot][i] = num;
+      if (other === undefined) values[(slot + 1) * stride + i] = num;
       else this.setOther(slot, i, other);
     }
     for (let c = upTo; c < slots.length; c++) if (slots[c] >= 0) this.setOther(slots[c], i, null);

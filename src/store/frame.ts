@@ -12,6 +12,8 @@ import { crc32c } from './crc32c.js';
 import { RECORD_BYTES_MAX } from './constants.js';
 
 export const FRAME_HEADER_BYTES = 26;
+/** Where create_at sits in a frame. */
+export const FRAME_TS_OFFSET = 18;
 /** The part of the header counted in `len`. */
 const LEN_FIXED = FRAME_HEADER_BYTES - 8;
 export const FRAME_BYTES_MAX = FRAME_HEADER_BYTES + RECORD_BYTES_MAX;
@@ -96,7 +98,7 @@ export function frameId(buf: Uint8Array, off: number): number {
 }
 
 export function frameTs(buf: Uint8Array, off: number): number {
-  return f64(buf, off + 18);
+  return f64(buf, off + FRAME_TS_OFFSET);
 }
 
 export function frameType(buf: Uint8Array, off: number): number {

@@ -89,6 +89,38 @@ export class StatsTable {
     if (num !== num) this.setOther(field, 2 * row + 1, v);
   }
 
+  /**
+   * add(rows[i], field, value i) for i < count in order, skipping rows[i] < 0; value i is others[i] when that
+   * is set, else nums[numsStart + i]. Numbers take an inline path: this runs for every record of a block
+   * across an edge.
+   */
+  addColumn(field: number, rows: Int32Array, nums: Float64Array, numsStart: number, others: readonly unknown[] | undefined, count: number): void {
+    const s = this.stats[field];
+    for (let i = 0; i < count; i++) {
+      const row = rows[i];
+      if (row < 0) continue;
+      const other = others === undefined ? undefined : others[i];
+      const num = nums[numsStart + i];
+      if (other !== undefined || num !== num) {
+        this.add(row, field, other === undefined ? num : other);
+        continue;
+      }
+      const b = row * STATS_PER_FIELD;
+      if (s[b + N] === 0) {
+        s[b + FIRST] = num;
+        s[b + MIN] = num;
+        s[b + MAX] = num;
+        s[b + SUM] = 0;
+      } else {
+        if (num < s[b + MIN]) s[b + MIN] = num;
+        if (num > s[b + MAX]) s[b + MAX] = num;
+      }
+      s[b + N]++;
+      s[b + SUM] += num;
+      s[b + LAST] = num;
+    }
+  }
+
   /** Folds row `fromRow` of `from` (field `fromField`) into `row`, as if its values came after the row's. */
   merge(row: number, field: number, from: StatsTable, fromRow: number, fromField: number): void {
     const f = from.stats[fromField];

@@ -14,7 +14,7 @@ const gc = runInNewContext('gc') as () => void;
 
 function cacheOneBlock(): WeakRef<SegmentSummary> {
   const summary = new SegmentSummary(1, 6, 100_000);
-  straddleCache.put(summary, 0, { lastId: 64, ts: new Float64Array(64), columns: new Map() });
+  straddleCache.put(summary, 0, { lastId: 64, count: 64, columns: [], values: new Float64Array(64), others: [] });
   expect(straddleCache.get(summary, 0, 64, [])).toBeDefined();
   return new WeakRef(summary);
 }

@@ -119,6 +119,20 @@ describe('aggregation from segment summaries', () => {
     await store.close();
   });
 
+  it('answers from edge blocks cached for other column sets, one decoding per set', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    const store = await openStore(tmpDir(), { segmentBytesMax: 8192 });
+    const log = await openModel(store);
+    fill(log, 2000, 97);
+    await log.durable();
+    const q = { fromMs: T0 + 3000, toMs: T0 + 180_000, intervalMs: 7001 };
+    // The third set takes its columns from the entries the first two left: two decodings of each edge block.
+    for (const fields of [['temp', 'hum'], ['status', 'seq'], ['seq', 'temp', 'status'], ['hum']]) {
+      close(await log.aggregate({ ...q, fields }), await bruteForce(log, q.fromMs, q.toMs, q.intervalMs, fields));
+    }
+    await store.close();
+  });
+
   it('follows update-last, also when it rolls the segment', async () => {
     vi.useFakeTimers({ toFake: ['Date'] });
     const store = await openStore(tmpDir(), { segmentBytesMax: 2048 });
