@@ -18,7 +18,7 @@ import { SPARSE_STRIDE, assert } from './constants.js';
 import { ByteSink, ByteSource, VARINT_BYTES_MAX, unzigzag, zigzag } from './chunk-bytes.js';
 import { COLUMNS_MAX, ColumnReader, ColumnWriter, arrayCount, arrayHeadBytes, scalarArrayItems, viewOf } from './chunk-columns.js';
 import { FRAME_BYTES_MAX, FRAME_HEADER_BYTES, FRAME_SAVE, FRAME_SUPERSEDE, checkFrame, frameBytes, frameId, frameTs, frameType, sealFrame } from './frame.js';
-import { valueBytes } from './record-json.js';
+import { valueBytes } from './msgpack-items.js';
 
 /**
  * Logical bytes of one chunk: one sparse-index group of the largest frames. The caller cuts chunks below it

@@ -12,7 +12,7 @@
  */
 import { MODEL_FIELDS_MAX } from './constants.js';
 import { ByteSink, VARINT_BYTES_MAX, unzigzag, zigzag } from './chunk-bytes.js';
-import { valueBytes } from './record-json.js';
+import { valueBytes } from './msgpack-items.js';
 
 /** Item indexes that get a stream of their own; a longer array is stored as a raw payload. */
 export const COLUMNS_MAX = MODEL_FIELDS_MAX;

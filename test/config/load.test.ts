@@ -22,7 +22,7 @@ describe('loadConfig defaults', () => {
       });
       expect(config.store).toEqual({
         sync: 'interval', syncIntervalMs: 1000, segmentBytes: 33554432, segmentAgeHours: 24,
-        retentionMaxRecords: 0, retentionMaxBytes: 0, retentionMaxAgeHours: 0, clockJumpMaxS: 300, sealedFdsMax: 64, diskReserveBytes: 268_435_456,
+        retentionMaxRecords: 0, retentionMaxBytes: 0, retentionMaxAgeHours: 0, clockJumpMaxS: 300, sealedFdsMax: 64, diskReserveBytes: 268_435_456, compactSealed: 'on',
       });
       expect(config.scripts).toEqual({
         workers: defaultWorkerCount(), workerIdleS: 60, timeoutMs: 200, hardTimeoutMs: 2000, memoryMb: 32, queueMax: 10000,

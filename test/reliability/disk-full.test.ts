@@ -65,7 +65,7 @@ describe.skipIf(skipReason !== undefined)('disk full (tmpfs 8 MiB)', () => {
   }
 
   beforeAll(async () => {
-    ({ file } = writeConfig(root, { dataDir: path.join(mnt, 'data'), store: { sync: 'always', segment_bytes: 65536, disk_reserve_bytes: 0 } }));
+    ({ file } = writeConfig(root, { dataDir: path.join(mnt, 'data'), store: { sync: 'always', segment_bytes: 65536, disk_reserve_bytes: 0, compact_sealed: 'off' } }));
     svc = await startService(file);
     pipeline = await setupPipeline(svc.base);
     for (let i = 0; i < 5; i++) expect((await sendAndWait(100))?.status).toBe(200);
