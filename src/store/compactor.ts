@@ -3,9 +3,9 @@
  * compressed chunks, then swapped in for its `.log` (SegmentFile.compacted) and the `.log` unlinked.
  * The `.zlog` is written as `.zlog.tmp`, fdatasync'ed, renamed and its directory fsync'ed before the
  * `.log` goes, so a crash leaves the `.log` (and a `.tmp` that the next open removes), or both (recovery
- * then keeps the `.zlog`). Runs on the main thread one segment at a time,
- * in slices of at most SLICE_MS with pauses between them (PAUSE_PER_SLICE_MS), and gives up a segment as soon as it is
- * no longer listed by the open generation (retention, clear, close, restore).
+ * then keeps the `.zlog`). Runs on the main thread one segment at a time, in slices of at most SLICE_MS
+ * with pauses between them (PAUSE_PER_SLICE_MS), and gives a segment up as soon as it is no longer listed
+ * by the open generation (retention, clear, close, restore).
  */
 import fs from 'node:fs';
 import { crc32c } from './crc32c.js';
