@@ -9,7 +9,6 @@
  */
 import fs from 'node:fs';
 import { crc32c } from './crc32c.js';
-import { checkFrame } from './frame.js';
 import { type Segment, SEGMENT_HEADER_BYTES, decodeSegmentHeader, segmentName } from './segment.js';
 import { CHUNK_CODEC, CHUNK_STORED, ChunkTableBuilder, type ChunkTable, type StoredChunk, ZLOG_HEADER_BYTES, compactedName, encodeZlogHeader } from './zlog.js';
 import { decodeChunk, encodeChunk } from './chunk-codec.js';
@@ -167,11 +166,12 @@ function chunkBounds(seg: Segment): number[] {
 }
 
 /**
- * One group's chunks: compressed when its frames all check, it is small enough, it shrinks and decodes back
- * to the same bytes (checked before it is written); otherwise stored as it is, in slices.
+ * One group's chunks: compressed when it is small enough, it shrinks and it decodes back to the same bytes
+ * (checked before it is written; the codec itself transforms only frames that check); otherwise stored as
+ * it is, in slices.
  */
 function storeGroup(logical: Buffer, logicalStart: number): StoredChunk[] {
-  if (logical.length <= CHUNK_CODEC_BYTES_MAX && wholeFrames(logical)) {
+  if (logical.length <= CHUNK_CODEC_BYTES_MAX) {
     const stored = encodeChunk(logical);
     if (stored.length < logical.length && decodeChunk(stored, logical.length).equals(logical)) {
       return [{ logicalStart, logicalBytes: logical.length, logicalCrc: crc32c(logical, 0, logical.length), mode: CHUNK_CODEC, stored }];
@@ -183,14 +183,4 @@ function storeGroup(logical: Buffer, logicalStart: number): StoredChunk[] {
     out.push({ logicalStart: logicalStart + at, logicalBytes: slice.length, logicalCrc: crc32c(slice, 0, slice.length), mode: CHUNK_STORED, stored: slice });
   }
   return out;
-}
-
-function wholeFrames(b: Buffer): boolean {
-  let off = 0;
-  while (off < b.length) {
-    const n = checkFrame(b, off, b.length);
-    if (n <= 0) return false;
-    off += n;
-  }
-  return true;
 }

@@ -71,22 +71,11 @@ export class StatsTable {
       num = v ? 1 : 0;
       this.bools[field] = true;
     } else num = NaN;
-    const s = this.stats[field];
-    const b = row * STATS_PER_FIELD;
-    if (s[b + N] === 0) {
-      s[b + FIRST] = num;
-      s[b + MIN] = num;
-      s[b + MAX] = num;
-      s[b + SUM] = 0;
-      if (num !== num) this.setOther(field, 2 * row, v);
-    } else {
-      if (num < s[b + MIN]) s[b + MIN] = num;
-      if (num > s[b + MAX]) s[b + MAX] = num;
+    const first = placeNumber(this.stats[field], row * STATS_PER_FIELD, num);
+    if (num !== num) {
+      if (first) this.setOther(field, 2 * row, v);
+      this.setOther(field, 2 * row + 1, v);
     }
-    s[b + N]++;
-    s[b + SUM] += num;
-    s[b + LAST] = num;
-    if (num !== num) this.setOther(field, 2 * row + 1, v);
   }
 
   /**
@@ -105,19 +94,7 @@ export class StatsTable {
         this.add(row, field, other === undefined ? num : other);
         continue;
       }
-      const b = row * STATS_PER_FIELD;
-      if (s[b + N] === 0) {
-        s[b + FIRST] = num;
-        s[b + MIN] = num;
-        s[b + MAX] = num;
-        s[b + SUM] = 0;
-      } else {
-        if (num < s[b + MIN]) s[b + MIN] = num;
-        if (num > s[b + MAX]) s[b + MAX] = num;
-      }
-      s[b + N]++;
-      s[b + SUM] += num;
-      s[b + LAST] = num;
+      placeNumber(s, row * STATS_PER_FIELD, num);
     }
   }
 
@@ -202,4 +179,22 @@ export class StatsTable {
       for (let key = 0; key < r.length; key++) if (r[key] >= 0) visit(field, key, this.dict[r[key]]);
     });
   }
+}
+
+/** Folds `num` into the statistics at s[b..]; true when it is the first value there. */
+function placeNumber(s: Float64Array, b: number, num: number): boolean {
+  const first = s[b + N] === 0;
+  if (first) {
+    s[b + FIRST] = num;
+    s[b + MIN] = num;
+    s[b + MAX] = num;
+    s[b + SUM] = 0;
+  } else {
+    if (num < s[b + MIN]) s[b + MIN] = num;
+    if (num > s[b + MAX]) s[b + MAX] = num;
+  }
+  s[b + N]++;
+  s[b + SUM] += num;
+  s[b + LAST] = num;
+  return first;
 }
