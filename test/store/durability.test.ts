@@ -99,8 +99,10 @@ describe('durability modes', () => {
     await Promise.all(
       Array.from({ length: writers }, async (_, w) => {
         for (let r = 0; r < rounds; r++) {
-          // Staggered arrivals: some writers append while an fdatasync is in flight.
+          // Staggered arrivals: some writers append while an fdatasync (3 ms here) is in flight. Two delays, so
+          // that some arrive after the writer started the fdatasync, however fast the writes before it were.
           if ((w + r) % 3 === 0) await sleep(1);
+          else if ((w + r) % 3 === 1) await sleep(2);
           const id = log.save(rec(w * 1000 + r));
           const end = log.stats().bytes; // this record's end offset in the (single) segment file
           const shared = log.durable(id);
