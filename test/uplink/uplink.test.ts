@@ -107,7 +107,9 @@ async function expectHubHolds(g: Gateway, gatewayId: string, uuid: string, log: 
     if (got === undefined) missing.push(r.id as number);
     else if (got.temp !== r.temp || got.n !== r.n || got.create_at_ms !== r.create_at) wrong.push(r.id as number);
   }
-  const ofGeneration = [...hub.byKey.keys()].filter((k) => k.includes(`/${generation}/`)).length;
+  // Ids below the log's first were shipped before retention removed them (it may, once they are acknowledged).
+  const { firstId } = log.idRange();
+  const ofGeneration = [...hub.byKey.keys()].filter((k) => k.includes(`/${generation}/`) && Number(k.slice(k.lastIndexOf('/') + 1)) >= firstId).length;
   expect(missing.slice(0, 10), `${missing.length} ids missing at the hub`).toEqual([]);
   expect(wrong.slice(0, 10), `${wrong.length} ids with another value at the hub`).toEqual([]);
   expect(ofGeneration, 'keys at the hub that the gateway does not have').toBe(records);
