@@ -22,7 +22,23 @@ describe('SecretSet (constant-time comparison, functionally)', () => {
     expect(new SecretSet(['']).matches('')).toBe(false);
   });
 
-  it('takes about the same time for a near miss, a far miss and a hit (hashing first, no early exit)', () => {
+  it('compares every code unit of values longer than one block of compared units', () => {
+    const long = `${'s'.repeat(100)}-end`;
+    const set = new SecretSet([long, 'short']);
+    expect(set.matches(long)).toBe(true);
+    expect(set.matches('short')).toBe(true);
+    for (const bad of [`${'s'.repeat(100)}-enD`, `${long}x`, long.slice(0, 64), long.slice(0, -1), 'shor', 'short\u0000']) {
+      expect(set.matches(bad)).toBe(false);
+    }
+  });
+
+  it('tells apart strings that are the same once encoded as UTF-8 (a lone surrogate and U+FFFD)', () => {
+    const set = new SecretSet(['key-\uFFFD']);
+    expect(set.matches('key-\uFFFD')).toBe(true);
+    expect(set.matches('key-\uD800')).toBe(false);
+  });
+
+  it('takes about the same time for a near miss, a far miss and a hit (no early exit)', () => {
     const secret = 'k'.repeat(64);
     const set = new SecretSet([secret, 'other']);
     const time = (candidate: string): number => {
