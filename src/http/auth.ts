@@ -22,11 +22,11 @@ const COMPARED_UNITS_BLOCK = 64;
  * The configured values of one credential, compared in constant time. The data secret is checked on
  * every HMI poll, so this compares UTF-16 code units in JavaScript instead of hashing: SHA-256 of the
  * candidate was about 15 % of a queryLastData answer. What keeps it constant-time: every value is kept
- * zero-padded to the same `unitsCompared`; each check copies that many units of the candidate (the same
- * work for every unit, zeros past its end) and compares them with every value, XOR-ing and OR-ing without
- * a branch on their contents; the length difference is OR-ed into the same result. Only the candidate's
- * own representation changes the time, and the client chose it. (A cache of candidates seen, or any
- * lookup by string, would compare with an early exit.)
+ * zero-padded to the same `unitsCompared`; each check copies up to that many units of the candidate,
+ * zero-padded as well, and compares all of them with every value, XOR-ing and OR-ing without a branch on
+ * their contents; the length difference is OR-ed into the same result. Only the candidate's own length
+ * and representation change the time (as they changed a hash's), and the client chose both. (A cache of
+ * candidates seen, or any lookup by string, would compare with an early exit.)
  */
 export class SecretSet {
   private readonly padded: Uint16Array[];
@@ -54,11 +54,9 @@ export class SecretSet {
     const length = candidate.length;
     const units = this.unitsCompared;
     const probe = this.probe;
-    for (let i = 0; i < units; i++) {
-      // Past the end a unit is still read (the first) and masked to 0, so every unit costs the same.
-      const inside = i < length;
-      probe[i] = candidate.charCodeAt(inside ? i : 0) & (inside ? 0xffff : 0);
-    }
+    const copied = Math.min(length, units);
+    for (let i = 0; i < copied; i++) probe[i] = candidate.charCodeAt(i);
+    probe.fill(0, copied);
     let matched = 0;
     for (let k = 0; k < this.padded.length; k++) {
       const known = this.padded[k];
