@@ -31,7 +31,8 @@ export class RawReply {
       const list: Array<readonly [string, string]> = [];
       if (cors && this.headers['Access-Control-Allow-Origin'] === undefined) list.push(['Access-Control-Allow-Origin', '*']);
       for (const key in this.headers) list.push([key, this.headers[key]]);
-      pairs = list;
+      // Frozen: a transport may keep them in its own encoding (uws-transport.ts).
+      pairs = Object.freeze(list);
       this.pairs[slot] = pairs;
     }
     return pairs;
