@@ -2,33 +2,70 @@
  * The route guards, one per credential: the admin token (and the metrics token), the data secret and an
  * input's push token. Each checks the credential first, then reports a wrong one to the FailureLimiter
  * (throttle and audit), so a right credential passes whatever else came from its address. Secrets and
- * tokens are compared in constant time: both sides are hashed with SHA-256 (equal lengths, and the length
- * of a secret does not leak) and compared with timingSafeEqual against every configured value, without
- * an early exit.
+ * tokens are compared in constant time (SecretSet): against every configured value, without an early exit,
+ * and over a fixed number of code units, so neither a value nor its length leaks.
  */
 import { AuthError, NotFoundError } from '../errors.js';
-import { digestsEqual, sha256 } from '../util/digest.js';
 import type { EngineView } from './deps.js';
 import { required } from './params.js';
 import type { RequestCtx } from './request.js';
 import type { Guard } from './router.js';
 import type { CredentialKind } from './throttle.js';
 
+/**
+ * Code units compared per configured value: the longest value rounded up to a multiple of this, so the
+ * time of a check depends on that block count only (as SHA-256's on its 64-byte blocks), not on any length.
+ */
+const COMPARED_UNITS_BLOCK = 64;
+
+/**
+ * The configured values of one credential, compared in constant time. The data secret is checked on
+ * every HMI poll, so this compares UTF-16 code units in JavaScript instead of hashing: SHA-256 of the
+ * candidate was about 15 % of a queryLastData answer. What keeps it constant-time: every value is kept
+ * zero-padded to the same `unitsCompared`; each check copies up to that many units of the candidate,
+ * zero-padded as well, and compares all of them with every value, XOR-ing and OR-ing without a branch on
+ * their contents; the length difference is OR-ed into the same result. Only the candidate's own length
+ * and representation change the time (as they changed a hash's), and the client chose both. (A cache of
+ * candidates seen, or any lookup by string, would compare with an early exit.)
+ */
 export class SecretSet {
-  private readonly digests: Buffer[];
+  private readonly padded: Uint16Array[];
+  private readonly lengths: number[];
+  private readonly unitsCompared: number;
+  /** The candidate's units, zero-padded: reused, checks never overlap (one thread, no await). */
+  private readonly probe: Uint16Array;
 
   /** Empty strings are dropped: an empty value never disables the check. */
   constructor(values: readonly string[]) {
-    this.digests = values.filter((v) => v.length > 0).map(sha256);
+    const kept = values.filter((v) => v.length > 0);
+    const longest = kept.reduce((max, v) => Math.max(max, v.length), 0);
+    this.unitsCompared = Math.max(1, Math.ceil(longest / COMPARED_UNITS_BLOCK)) * COMPARED_UNITS_BLOCK;
+    this.lengths = kept.map((v) => v.length);
+    this.padded = kept.map((v) => {
+      const units = new Uint16Array(this.unitsCompared);
+      for (let i = 0; i < v.length; i++) units[i] = v.charCodeAt(i);
+      return units;
+    });
+    this.probe = new Uint16Array(this.unitsCompared);
   }
 
   matches(candidate: string | undefined): boolean {
-    const probe = sha256(candidate ?? '');
-    let ok = false;
-    for (const known of this.digests) {
-      if (digestsEqual(probe, known)) ok = true;
+    if (candidate === undefined || candidate.length === 0) return false;
+    const length = candidate.length;
+    const units = this.unitsCompared;
+    const probe = this.probe;
+    const copied = Math.min(length, units);
+    for (let i = 0; i < copied; i++) probe[i] = candidate.charCodeAt(i);
+    probe.fill(0, copied);
+    let matched = 0;
+    for (let k = 0; k < this.padded.length; k++) {
+      const known = this.padded[k];
+      let diff = length ^ this.lengths[k];
+      for (let i = 0; i < units; i++) diff |= known[i] ^ probe[i];
+      // 1 when diff is 0, without a branch (diff < 2^31: lengths are bounded by the request size).
+      matched |= ((diff | -diff) >>> 31) ^ 1;
     }
-    return ok && candidate !== undefined && candidate.length > 0;
+    return matched === 1;
   }
 }
 

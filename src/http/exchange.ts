@@ -21,6 +21,8 @@ const BODY_BUFFER_BYTES = 1024 * 1024;
 /** Methods counted under their own name in the request counts; any other is `OTHER`. */
 const COUNTED_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'PATCH']);
 
+const HEAD_ONLY = { head: true } as const;
+
 /** Called once per exchange with its answer's status, or `aborted` when the client left first. */
 export type Tally = (ex: Exchange, status: number | 'aborted') => void;
 
@@ -186,10 +188,8 @@ export class Exchange {
     if (!this.open) return;
     this.finish();
     this.tally(this, reply.status);
-    const headers: Array<readonly [string, string]> = [];
-    if (this.ctx.cors && reply.headers['Access-Control-Allow-Origin'] === undefined) headers.push(['Access-Control-Allow-Origin', '*']);
-    for (const key in reply.headers) headers.push([key, reply.headers[key]]);
-    this.res.end(reply.status, headers, reply.body, { head: reply.headOnly || this.ctx.method === 'HEAD' });
+    const head = reply.headOnly || this.ctx.method === 'HEAD';
+    this.res.end(reply.status, reply.headerPairs(this.ctx.cors), reply.body, head ? HEAD_ONLY : undefined);
   }
 
   /** The envelope for `err`; closes the connection when the request's body was left unread. */

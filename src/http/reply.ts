@@ -8,9 +8,13 @@ import { STATUS_CODES } from 'node:http';
 import type { Logger } from 'pino';
 import { EdgeError } from '../errors.js';
 import type { RequestCtx } from './request.js';
+import type { HeaderPairs } from './wire.js';
 
-/** A complete non-envelope answer (static files, preflight, /metrics). */
+/** A complete non-envelope answer (static files, preflight, /metrics, the kept answers of latest-answer.ts). */
 export class RawReply {
+  /** headerPairs' answers, without and with CORS: a kept answer is sent on every poll. */
+  private pairs: [HeaderPairs | undefined, HeaderPairs | undefined] = [undefined, undefined];
+
   constructor(
     readonly status: number,
     readonly headers: Readonly<Record<string, string>>,
@@ -18,6 +22,21 @@ export class RawReply {
     /** HEAD: send the headers and the length of `body`, not the body. */
     readonly headOnly = false,
   ) {}
+
+  /** `headers` as the transport writes them; `cors` adds `Access-Control-Allow-Origin: *` unless they name one. */
+  headerPairs(cors: boolean): HeaderPairs {
+    const slot = cors ? 1 : 0;
+    let pairs = this.pairs[slot];
+    if (pairs === undefined) {
+      const list: Array<readonly [string, string]> = [];
+      if (cors && this.headers['Access-Control-Allow-Origin'] === undefined) list.push(['Access-Control-Allow-Origin', '*']);
+      for (const key in this.headers) list.push([key, this.headers[key]]);
+      // Frozen: a transport may keep them in its own encoding (uws-transport.ts).
+      pairs = Object.freeze(list);
+      this.pairs[slot] = pairs;
+    }
+    return pairs;
+  }
 }
 
 /**

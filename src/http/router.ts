@@ -104,13 +104,25 @@ function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
 
 export class Router {
   private readonly table = new Map<string, Map<string, Route>>();
-  /** `route \0 method \0 status` -> requests answered. Bounded: routes x methods x statuses. */
-  private readonly counts = new Map<string, number>();
+  /**
+   * Route pattern -> method -> status -> requests answered. Bounded: routes x methods x statuses. Nested
+   * rather than one joined key: counting happens on every request, and a joined key is a new string each time.
+   */
+  private readonly counts = new Map<string, Map<string, Map<number | 'aborted', number>>>();
   private readonly tally: Tally = (ex, status) => {
     if (ex.counted) return;
     ex.counted = true;
-    const key = `${ex.label}\u0000${ex.countedMethod}\u0000${status}`;
-    this.counts.set(key, (this.counts.get(key) ?? 0) + 1);
+    let byMethod = this.counts.get(ex.label);
+    if (byMethod === undefined) {
+      byMethod = new Map();
+      this.counts.set(ex.label, byMethod);
+    }
+    let byStatus = byMethod.get(ex.countedMethod);
+    if (byStatus === undefined) {
+      byStatus = new Map();
+      byMethod.set(ex.countedMethod, byStatus);
+    }
+    byStatus.set(status, (byStatus.get(status) ?? 0) + 1);
   };
 
   private readonly pending = new PendingAnswers();
@@ -125,9 +137,10 @@ export class Router {
   /** Requests answered so far, by route pattern, method and status (for /metrics). */
   requestCounts(): RequestCount[] {
     const out: RequestCount[] = [];
-    for (const [key, count] of this.counts) {
-      const [route, method, status] = key.split('\u0000');
-      out.push({ route, method, status, count });
+    for (const [route, byMethod] of this.counts) {
+      for (const [method, byStatus] of byMethod) {
+        for (const [status, count] of byStatus) out.push({ route, method, status: String(status), count });
+      }
     }
     return out;
   }

@@ -16,11 +16,31 @@ import type { HeaderPairs, TransportRequest, TransportResponse } from './wire.js
 
 const EMPTY = Buffer.alloc(0);
 
+/**
+ * Frozen header pairs (the kept ones: RawReply.headerPairs) as bytes, encoded once: uWS converts every
+ * string it is given to UTF-8 in a fresh allocation, and a polled answer would pay that for each header.
+ */
+const encodedHeaders = new WeakMap<HeaderPairs, ReadonlyArray<readonly [Buffer, Buffer]>>();
+
+function headerBytes(headers: HeaderPairs): ReadonlyArray<readonly [string | Buffer, string | Buffer]> {
+  if (!Object.isFrozen(headers)) return headers;
+  let encoded = encodedHeaders.get(headers);
+  if (encoded === undefined) {
+    encoded = headers.map(([key, value]) => [Buffer.from(key), Buffer.from(value)] as const);
+    encodedHeaders.set(headers, encoded);
+  }
+  return encoded;
+}
+
 class UwsRequest implements TransportRequest {
-  constructor(private readonly req: HttpRequest) {}
+  constructor(
+    private readonly req: HttpRequest,
+    /** Set when the uWS route already tells the method (GET): no call into uWS and no upper-casing. */
+    private readonly knownMethod?: string,
+  ) {}
 
   get method(): string {
-    return this.req.getMethod().toUpperCase();
+    return this.knownMethod ?? this.req.getMethod().toUpperCase();
   }
 
   get path(): string {
@@ -63,18 +83,20 @@ class UwsResponse implements TransportResponse {
     this.res.resume();
   }
 
-  end(status: number, headers: HeaderPairs, body: string | Uint8Array, options: { head?: boolean; close?: boolean } = {}): void {
+  end(status: number, headers: HeaderPairs, body: string | Uint8Array, options?: { head?: boolean; close?: boolean }): void {
     const res = this.res;
     res.cork(() => {
-      res.writeStatus(statusLine(status));
-      for (const [key, value] of headers) res.writeHeader(key, value);
+      // uWS writes `200 OK` when no status is written: one call less on every successful answer.
+      if (status !== 200) res.writeStatus(statusLine(status));
+      const pairs = headerBytes(headers);
+      for (let i = 0; i < pairs.length; i++) res.writeHeader(pairs[i][0], pairs[i][1]);
       // uWS does not strip bodies from answers to HEAD: a body there would be read as the next response.
       // In this uWS build `endWithoutBody(length)` (with an argument) sends nothing at all and leaves the
       // request hanging, so the length is written by hand and `endWithoutBody()` has no argument.
-      if (options.head === true) {
+      if (options?.head === true) {
         res.writeHeader('Content-Length', String(typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength));
         res.endWithoutBody();
-      } else res.end(body, options.close === true);
+      } else res.end(body, options?.close === true);
     });
   }
 
@@ -180,6 +202,8 @@ export const uwsTransport: HttpTransport = {
     const app = createApp(o.tls);
     attachConnectionGate(app, o);
     if (o.liveWs !== undefined) attachLiveWs(app, o.liveWs);
+    // GET has its own uWS route only so that its requests come with the method known (polls are GETs).
+    app.get('/*', (res, req) => o.onRequest(new UwsRequest(req, 'GET'), new UwsResponse(res)));
     app.any('/*', (res, req) => o.onRequest(new UwsRequest(req), new UwsResponse(res)));
     let socket: us_listen_socket | undefined;
     return {

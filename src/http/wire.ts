@@ -19,6 +19,7 @@ export const HEADER_LINES_MAX = 100;
  */
 export const IDLE_TIMEOUT_S = 10;
 
+/** Frozen pairs are the same on every answer that uses them: a transport may encode them once. */
 export type HeaderPairs = ReadonlyArray<readonly [string, string]>;
 
 /** A request as it arrived; valid only until the request callback returns (copy what you need). */

@@ -22,7 +22,23 @@ describe('SecretSet (constant-time comparison, functionally)', () => {
     expect(new SecretSet(['']).matches('')).toBe(false);
   });
 
-  it('takes about the same time for a near miss, a far miss and a hit (hashing first, no early exit)', () => {
+  it('compares every code unit of values longer than one block of compared units', () => {
+    const long = `${'s'.repeat(100)}-end`;
+    const set = new SecretSet([long, 'short']);
+    expect(set.matches(long)).toBe(true);
+    expect(set.matches('short')).toBe(true);
+    for (const bad of [`${'s'.repeat(100)}-enD`, `${long}x`, long.slice(0, 64), long.slice(0, -1), 'shor', 'short\u0000']) {
+      expect(set.matches(bad)).toBe(false);
+    }
+  });
+
+  it('tells apart strings that are the same once encoded as UTF-8 (a lone surrogate and U+FFFD)', () => {
+    const set = new SecretSet(['key-\uFFFD']);
+    expect(set.matches('key-\uFFFD')).toBe(true);
+    expect(set.matches('key-\uD800')).toBe(false);
+  });
+
+  it('takes about the same time for a near miss, a far miss and a hit of the same length (no early exit)', () => {
     const secret = 'k'.repeat(64);
     const set = new SecretSet([secret, 'other']);
     const time = (candidate: string): number => {
@@ -36,7 +52,7 @@ describe('SecretSet (constant-time comparison, functionally)', () => {
     for (let round = 0; round < 7; round++) {
       best.hit = Math.min(best.hit, time(secret));
       best.near = Math.min(best.near, time(`${'k'.repeat(63)}x`));
-      best.far = Math.min(best.far, time('z'));
+      best.far = Math.min(best.far, time('z'.repeat(64)));
     }
     const { hit, near, far } = best;
     // Generous bounds: this only catches an early-exit comparison, not nanosecond leaks.
@@ -44,6 +60,27 @@ describe('SecretSet (constant-time comparison, functionally)', () => {
     expect(near / hit).toBeLessThan(3);
     expect(far / hit).toBeGreaterThan(0.33);
     expect(far / hit).toBeLessThan(3);
+  });
+
+  it("takes about the same time whatever the configured value's length (a candidate of any length)", () => {
+    const short = new SecretSet(['k']);
+    const long = new SecretSet(['k'.repeat(60)]);
+    const time = (set: SecretSet, candidate: string): number => {
+      const t0 = process.hrtime.bigint();
+      for (let i = 0; i < 5_000; i++) set.matches(candidate);
+      return Number(process.hrtime.bigint() - t0);
+    };
+    for (const candidate of ['k', 'k'.repeat(30), 'k'.repeat(60)]) {
+      time(short, candidate); // warm up
+      time(long, candidate);
+      const best = { short: Infinity, long: Infinity };
+      for (let round = 0; round < 7; round++) {
+        best.short = Math.min(best.short, time(short, candidate));
+        best.long = Math.min(best.long, time(long, candidate));
+      }
+      expect(best.long / best.short).toBeGreaterThan(0.33);
+      expect(best.long / best.short).toBeLessThan(3);
+    }
   });
 });
 
