@@ -18,7 +18,24 @@ const INITIAL_BYTES = 64 * 1024;
 const KEPT_BYTES = 2 * BATCH_BYTES_MAX;
 /** Strings longer than this are encoded by Buffer.write; shorter ones by a loop (no native call). */
 const LOOP_CHARS_MAX = 64;
+/** Pieces longer than this are copied by Uint8Array.set. */
+const LOOP_PIECE_BYTES_MAX = 24;
 const NEWLINE = 0x0a;
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const MINUS = 0x2d;
+const DOT = 0x2e;
+const ZERO = 0x30;
+/** Integers below this print as their digits (no exponent, exact). */
+const INTEGER_MAX = 2 ** 53;
+/**
+ * Non-integers below this with at most FRACTION_DIGITS_MAX decimals print as those decimals: their spacing
+ * (1e-4) is over 100 times a double's spacing there (2^-20), so that decimal is the only short one that
+ * reads back as the value, and JavaScript prints a number as its shortest such decimal.
+ */
+const SCALED_MAX = 2 ** 33;
+const FRACTION_DIGITS_MAX = 4;
+const POW10 = [1, 10, 100, 1000, 10_000];
 
 /** A text written once per model and key: its bytes, and its length as a string. */
 interface Piece {
@@ -106,7 +123,7 @@ export class LineBuffer {
       if (v === undefined) continue;
       this.piece(p);
       if (typeof v === 'number') this.number(v);
-      else if (typeof v === 'string') this.text(JSON.stringify(v));
+      else if (typeof v === 'string') this.string(v);
       else if (v === null) this.text('null');
       else if (typeof v === 'boolean') this.text(v ? 'true' : 'false');
       else this.text(JSON.stringify(v) ?? 'null');
@@ -130,13 +147,106 @@ export class LineBuffer {
     return p;
   }
 
+  /**
+   * As String(v) prints it; most sensor values are integers or have a few decimals, and those are printed
+   * here without the string (String of a double was a third of a line's cost).
+   */
   private number(v: unknown): void {
-    this.text(typeof v === 'number' && Number.isFinite(v) ? String(v) : JSON.stringify(v) ?? 'null');
+    if (typeof v !== 'number' || !Number.isFinite(v)) return this.text(JSON.stringify(v) ?? 'null');
+    const a = Math.abs(v);
+    if (Number.isInteger(v)) {
+      if (a < INTEGER_MAX) {
+        if (v < 0) this.ascii(MINUS);
+        return this.digits(a, 0);
+      }
+    } else if (a < SCALED_MAX) {
+      for (let k = 1; k <= FRACTION_DIGITS_MAX; k++) {
+        const scaled = a * POW10[k];
+        if (Number.isInteger(scaled) && scaled / POW10[k] === a) {
+          if (v < 0) this.ascii(MINUS);
+          return this.decimal(scaled, k);
+        }
+      }
+    }
+    this.text(String(v));
   }
 
+  /** `scaled` / 10^k with its trailing zeros dropped (not an integer). */
+  private decimal(scaled: number, k: number): void {
+    let m = scaled;
+    let fraction = k;
+    while (m % 10 === 0) {
+      m /= 10;
+      fraction--;
+    }
+    const unit = POW10[fraction];
+    const whole = Math.floor(m / unit);
+    this.digits(whole, 0);
+    this.ascii(DOT);
+    this.digits(m - whole * unit, fraction);
+  }
+
+  /** The digits of the integer `n` (0 <= n < 2^53), zero-padded to `width`; in int32 parts (a millisecond time has 13 digits). */
+  private digits(n: number, width: number): void {
+    if (n >= 1e9) {
+      const high = Math.floor(n / 1e9);
+      this.digits(high, width - 9);
+      this.int32Digits(n - high * 1e9, 9);
+      return;
+    }
+    let count = 1;
+    for (let t = n | 0; t >= 10; t = (t / 10) | 0) count++;
+    this.int32Digits(n, Math.max(count, width));
+  }
+
+  /** The last `count` digits of `n` (0 <= n < 1e9). */
+  private int32Digits(n: number, count: number): void {
+    this.room(count);
+    const b = this.buf;
+    let p = this.pos + count;
+    let t = n | 0;
+    for (let k = 0; k < count; k++) {
+      const q = (t / 10) | 0;
+      b[--p] = ZERO + t - q * 10;
+      t = q;
+    }
+    this.pos += count;
+    this.length += count;
+  }
+
+  private ascii(c: number): void {
+    this.room(1);
+    this.buf[this.pos++] = c;
+    this.length++;
+  }
+
+  /** As JSON.stringify prints it: printable ASCII as it is, anything else through JSON.stringify. */
+  private string(v: string): void {
+    const n = v.length;
+    if (n > LOOP_CHARS_MAX) return this.text(JSON.stringify(v));
+    this.room(n + 2);
+    const b = this.buf;
+    let p = this.pos;
+    b[p++] = QUOTE;
+    for (let k = 0; k < n; k++) {
+      const c = v.charCodeAt(k);
+      if (c < 0x20 || c >= 0x7f || c === QUOTE || c === BACKSLASH) return this.text(JSON.stringify(v));
+      b[p++] = c;
+    }
+    b[p++] = QUOTE;
+    this.pos = p;
+    this.length += n + 2;
+  }
+
+  /** Keys are a few bytes: a loop costs less than a call of Uint8Array.set, which wins for the envelope. */
   private piece(p: Piece): void {
-    this.room(p.bytes.length);
-    this.pos += p.bytes.copy(this.buf, this.pos);
+    const src = p.bytes;
+    const n = src.length;
+    this.room(n);
+    const b = this.buf;
+    if (n > LOOP_PIECE_BYTES_MAX) b.set(src, this.pos);
+    else for (let k = 0, at = this.pos; k < n; k++) b[at++] = src[k];
+    this.pos += n;
     this.length += p.length;
   }
 

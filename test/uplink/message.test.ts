@@ -39,6 +39,30 @@ describe('record lines', () => {
     expect(lines.take(records.length - 2).toString('utf8')).toBe(records.slice(2).map(reference).join('\n'));
     expect(lines.count).toBe(0);
   });
+
+  it('print every number as JSON.stringify does (integers and short decimals are printed without String)', () => {
+    const lines = new LineBuffer(m);
+    let seed = 14;
+    const random = (): number => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed / 2 ** 31;
+    };
+    const values: number[] = [0, -0, 1, -1, 0.1, 0.7, -0.7, 1.1, 4.35, 1013.25, 99.99, 9.9999, 0.0001, 0.00001, 1e-7, 2 ** 31, 2 ** 33 - 0.5, 2 ** 33 + 0.5];
+    values.push(2 ** 53 - 1, 2 ** 53, 2 ** 53 + 2, 1e21, 1e22, 123456789012.3456, 1764227000000, Number.MAX_VALUE, Number.MIN_VALUE, 0.1 + 0.2);
+    for (let i = 0; i < 20_000; i++) {
+      const digits = Math.floor(random() * 7);
+      const magnitude = 10 ** Math.floor(random() * 14);
+      const sign = random() < 0.3 ? -1 : 1;
+      values.push(sign * (Math.floor(random() * magnitude * 10 ** digits) / 10 ** digits));
+      values.push(sign * random() * magnitude);
+    }
+    for (let i = 0; i < values.length; i += 50) {
+      const r: RecordView = { id: i + 1, create_at: 1764227000000 + i };
+      values.slice(i, i + 50).forEach((v, k) => (r[`v${k}`] = v));
+      expect(lines.lengthOf(r, 0)).toBe(reference(r).length);
+      expect(lines.take(1).toString('utf8')).toBe(reference(r));
+    }
+  });
 });
 
 function records(from: number, to: number, createAt: (id: number) => number): RecordView[] {
