@@ -89,6 +89,7 @@ async function main(): Promise<void> {
       if (i % YIELD_EVERY === 0) await new Promise((r) => setImmediate(r));
     }
     await backlog.log.durable();
+    await backlog.log.compactionIdle(); // its CPU is not the shipper's
 
     let link: Parameters<typeof Uplink.start>[0]['link'];
     if (cluster !== undefined) {
