@@ -24,7 +24,7 @@ describe('record lines', () => {
       { id: 2, create_at: 1700000000001, text: 'quote " backslash \\ newline \n tab \t é 😀 \u2028', nan: Number.NaN, inf: Number.POSITIVE_INFINITY },
       { id: 3, create_at: 1700000000002, geo: { lat: 1.5, lng: -2 }, list: [1, 'a', null], gone: undefined, 'we"ird key': 1 },
       { id: 4, create_at: 1700000000003, gateway: 'spoofed', model: 'x', generation: 'y', create_at_ms: 5, value: 7 },
-      { id: 5, create_at: 1700000000004, text: `${'ü'.repeat(100)} lone \ud800 surrogate`, long: 'y'.repeat(300_000) },
+      { id: 5, create_at: 1700000000004, text: `${'ü'.repeat(100)} lone \ud800 surrogate`, long: 'y'.repeat(600_000) },
       { id: 6, create_at: 1700000000005, temp: 21.5, 'we"ird key': 2, ok: false },
     ];
     // One line at a time, then all at once: the body is the lines joined by '\n'.
