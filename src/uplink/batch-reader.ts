@@ -1,5 +1,5 @@
 /**
- * Reads one model's durable records from a position in id order (no copy: the log is the buffer) and
+ * Reads one model's durable records from a position in id order (paged-read.ts; no copy: the log is the buffer) and
  * cuts them into batches at boundaries that depend on the records only (batching.ts). Records read and
  * not yet in a batch are kept with their NDJSON lines (line-buffer.ts): the newest batch, cut again while
  * its slot may still get records, is neither read nor rendered twice.
@@ -11,8 +11,9 @@ import { BATCH_RECORDS_MAX, cutBatch, slotEndMs } from './batching.js';
 import type { DurableWatermark } from './durable-watermark.js';
 import { LineBuffer } from './line-buffer.js';
 import { batchMessage, gapMessage, type ShippedModel } from './message.js';
+import { PagedRead } from './paged-read.js';
 
-export type ReadLog = Pick<ModelLog, 'iterate' | 'generation' | 'idRange'>;
+export type ReadLog = Pick<ModelLog, 'page' | 'iterate' | 'generation' | 'idRange'>;
 
 export interface BatchReaderOptions {
   prefix: string;
@@ -34,12 +35,14 @@ export class BatchReader {
   private aheadEpoch = 0;
   /** The NDJSON lines of the first records of `ahead`, written once even when the newest batch is cut again. */
   private lines: LineBuffer | undefined;
+  private readonly pages: PagedRead;
 
   constructor(
     private readonly o: BatchReaderOptions,
     readPos: number,
   ) {
     this.pos = readPos;
+    this.pages = new PagedRead(o.log);
   }
 
   /** The first id not yet in a batch. */
@@ -61,7 +64,7 @@ export class BatchReader {
   /** A record changed (update-last): true if it is in no batch yet; read already, it is read again for the newer value. */
   superseded(id: number): boolean {
     if (id < this.pos) return false;
-    if (id <= this.aheadEnd) this.dropAhead();
+    if (id <= Math.max(this.aheadEnd, this.pages.readEnd)) this.dropAhead();
     return true;
   }
 
@@ -79,9 +82,9 @@ export class BatchReader {
       const epoch = this.aheadEpoch;
       const from = this.aheadEnd + 1;
       this.aheadEnd = want; // an update-last of an id in from..want from now on voids this read
-      const read: RecordView[] = [];
-      for await (const r of log.iterate({ fromId: from, toId: want })) read.push(r);
+      const { records: read, throughId } = await this.pages.read(from, want);
       if (log.generation !== generation || epoch !== this.aheadEpoch) return undefined;
+      this.aheadEnd = throughId;
       if (log.idRange().firstId > from) {
         // Retention removed records at the head (backlog_max_bytes): the gap starts at lo, read from there.
         const gap = from === lo ? this.gapFrom(lo, read[0]?.id ?? want + 1) : undefined;
@@ -130,6 +133,7 @@ export class BatchReader {
   private dropAhead(): void {
     this.ahead = [];
     this.lines?.clear();
+    this.pages.drop();
     this.aheadEnd = this.pos - 1;
     this.aheadEpoch++;
   }
