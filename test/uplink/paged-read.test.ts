@@ -47,6 +47,17 @@ describe('paged reads', () => {
     for (const [a, b] of [[5, 5], [990, 1010], [2001, 3000], [3000, N], [N, N + 5]]) expect((await pages.read(a, b)).records).toEqual(await iterated(a, b));
   });
 
+  it('read through iterate where a page would be over the bytes limit of a page', async () => {
+    const big = await store.openModel('big', { fields: ['blob'] });
+    for (let i = 0; i < PAGE_RECORDS + 10; i++) big.save({ blob: `${i}`.padEnd(9 * 1024, 'x') });
+    await expect(big.page({ current: 1, size: PAGE_RECORDS, order: 'asc' })).rejects.toThrow(/reads \d+ MiB/);
+    const pages = new PagedRead(big);
+    const { records, throughId } = await pages.read(1, PAGE_RECORDS + 10);
+    expect(throughId).toBe(PAGE_RECORDS + 10);
+    expect(records.map((r) => r.id)).toEqual(Array.from({ length: PAGE_RECORDS + 10 }, (_, i) => i + 1));
+    expect(records[PAGE_RECORDS].blob).toBe(`${PAGE_RECORDS}`.padEnd(9 * 1024, 'x'));
+  });
+
   it('forget the spare when it is dropped: a changed record is read again', async () => {
     const pages = new PagedRead(log);
     await pages.read(N - 10, N - 5);
