@@ -1,17 +1,19 @@
 /**
- * Reads one model's durable records from a position in id order (no copy: the log is the buffer) and
+ * Reads one model's durable records from a position in id order (paged-read.ts; no copy: the log is the buffer) and
  * cuts them into batches at boundaries that depend on the records only (batching.ts). Records read and
- * not yet in a batch are kept with their NDJSON lines: the newest batch, cut again while its slot may
- * still get records, is neither read nor rendered twice.
+ * not yet in a batch are kept with their NDJSON lines (line-buffer.ts): the newest batch, cut again while
+ * its slot may still get records, is neither read nor rendered twice.
  */
 import type { ModelLog } from '../store/model-log.js';
 import type { RecordView } from '../store/types.js';
 import type { OutgoingBatch } from './ack-window.js';
 import { BATCH_RECORDS_MAX, cutBatch, slotEndMs } from './batching.js';
 import type { DurableWatermark } from './durable-watermark.js';
-import { batchMessage, gapMessage, recordLineWriter, type ShippedModel } from './message.js';
+import { LineBuffer } from './line-buffer.js';
+import { batchMessage, gapMessage, type ShippedModel } from './message.js';
+import { PagedRead } from './paged-read.js';
 
-export type ReadLog = Pick<ModelLog, 'iterate' | 'generation' | 'idRange'>;
+export type ReadLog = Pick<ModelLog, 'page' | 'iterate' | 'generation' | 'idRange'>;
 
 export interface BatchReaderOptions {
   prefix: string;
@@ -28,18 +30,19 @@ export class BatchReader {
   private pos: number;
   /** Records pos..aheadEnd read from the log and not yet in a batch (a batch may need more than one read). */
   private ahead: RecordView[] = [];
-  /** The NDJSON line of each record of `ahead`, made once even when the newest batch is cut again. */
-  private aheadLines: Array<string | undefined> = [];
   private aheadEnd = 0;
   /** Bumped whenever `ahead` must be dropped (update-last of an id in it, resend, clear): a read under way then is void. */
   private aheadEpoch = 0;
-  private lines: { generation: string; write: (r: RecordView) => string } | undefined;
+  /** The NDJSON lines of the first records of `ahead`, written once even when the newest batch is cut again. */
+  private lines: LineBuffer | undefined;
+  private readonly pages: PagedRead;
 
   constructor(
     private readonly o: BatchReaderOptions,
     readPos: number,
   ) {
     this.pos = readPos;
+    this.pages = new PagedRead(o.log);
   }
 
   /** The first id not yet in a batch. */
@@ -61,7 +64,7 @@ export class BatchReader {
   /** A record changed (update-last): true if it is in no batch yet; read already, it is read again for the newer value. */
   superseded(id: number): boolean {
     if (id < this.pos) return false;
-    if (id <= this.aheadEnd) this.dropAhead();
+    if (id <= Math.max(this.aheadEnd, this.pages.readEnd)) this.dropAhead();
     return true;
   }
 
@@ -79,9 +82,9 @@ export class BatchReader {
       const epoch = this.aheadEpoch;
       const from = this.aheadEnd + 1;
       this.aheadEnd = want; // an update-last of an id in from..want from now on voids this read
-      const read: RecordView[] = [];
-      for await (const r of log.iterate({ fromId: from, toId: want })) read.push(r);
+      const { records: read, throughId } = await this.pages.read(from, want);
       if (log.generation !== generation || epoch !== this.aheadEpoch) return undefined;
+      this.aheadEnd = throughId;
       if (log.idRange().firstId > from) {
         // Retention removed records at the head (backlog_max_bytes): the gap starts at lo, read from there.
         const gap = from === lo ? this.gapFrom(lo, read[0]?.id ?? want + 1) : undefined;
@@ -93,9 +96,8 @@ export class BatchReader {
       for (const r of read) this.ahead.push(r);
     }
     const shipped = this.o.shipped();
-    const line = this.lineWriter(shipped);
-    const lines = this.aheadLines;
-    const cut = cutBatch(lo, this.ahead, this.aheadEnd, (r, i) => (lines[i] ??= line(r)));
+    const lines = this.lineBuffer(shipped);
+    const cut = cutBatch(lo, this.ahead, this.aheadEnd, (r, i) => lines.lengthOf(r, i));
     if (cut.open && cut.count > 0) {
       // Became durable while reading: read those too before deciding where the newest batch ends.
       if (this.aheadEnd < Math.min(durable.upToId, lo + BATCH_RECORDS_MAX - 1)) return undefined;
@@ -104,14 +106,13 @@ export class BatchReader {
     }
     const firstCreateAtMs = this.ahead[0]?.create_at;
     this.ahead = cut.count === this.ahead.length ? [] : this.ahead.slice(cut.count);
-    this.aheadLines = this.ahead.length === 0 ? [] : this.aheadLines.slice(cut.count);
     this.pos = cut.lastId + 1;
-    if (cut.lines.length === 0) {
+    if (cut.count === 0) {
       // Every id of the range was lost to corruption (recovery reported it): nothing to send.
       return { batch: { firstId: lo, lastId: cut.lastId, records: 0, lost: 0, firstCreateAtMs: undefined, message: undefined } };
     }
-    const message = batchMessage(this.o.prefix, shipped, lo, cut.lastId, cut.lines);
-    return { batch: { firstId: lo, lastId: cut.lastId, records: cut.lines.length, lost: 0, firstCreateAtMs, message } };
+    const message = batchMessage(this.o.prefix, shipped, lo, cut.lastId, lines.take(cut.count), cut.count);
+    return { batch: { firstId: lo, lastId: cut.lastId, records: cut.count, lost: 0, firstCreateAtMs, message } };
   }
 
   /** Retention removed lo..(first id in the log - 1) before the hub acknowledged them (backlog_max_bytes): the gap message. */
@@ -123,15 +124,16 @@ export class BatchReader {
     return { firstId: lo, lastId: gapEnd, records: 0, lost, firstCreateAtMs: undefined, message: gapMessage(this.o.prefix, this.o.shipped(), lo, gapEnd, 'backlog_max_bytes') };
   }
 
-  /** One writer per generation: the envelope is part of every line. */
-  private lineWriter(shipped: ShippedModel): (r: RecordView) => string {
-    if (this.lines?.generation !== shipped.generation) this.lines = { generation: shipped.generation, write: recordLineWriter(shipped) };
-    return this.lines.write;
+  /** One per generation: the envelope is part of every line. */
+  private lineBuffer(shipped: ShippedModel): LineBuffer {
+    if (this.lines?.shipped.generation !== shipped.generation) this.lines = new LineBuffer(shipped);
+    return this.lines;
   }
 
   private dropAhead(): void {
     this.ahead = [];
-    this.aheadLines = [];
+    this.lines?.clear();
+    this.pages.drop();
     this.aheadEnd = this.pos - 1;
     this.aheadEpoch++;
   }

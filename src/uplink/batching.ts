@@ -28,34 +28,30 @@ export function slotEndMs(createAtMs: number): number {
 export interface Cut {
   /** The batch is ids lo..lastId (ids lost to corruption have no record). */
   lastId: number;
-  /** How many records of `ahead` (from its start) the batch holds. */
+  /** How many records of `ahead` (from its start) the batch holds: its lines. */
   count: number;
-  lines: string[];
   /** The batch reaches the end of what was read and its slot may still get records: not yet. */
   open: boolean;
 }
 
 /**
- * Cuts the batch starting at `lo` from `ahead` (the records lo..aheadEnd in id order); `line` renders a
- * record as its NDJSON line.
+ * Cuts the batch starting at `lo` from `ahead` (the records lo..aheadEnd in id order); `lineLength` is
+ * the length of record `index`'s NDJSON line as a string (asked in index order, up to the cut).
  */
-export function cutBatch(lo: number, ahead: readonly RecordView[], aheadEnd: number, line: (r: RecordView, index: number) => string): Cut {
+export function cutBatch(lo: number, ahead: readonly RecordView[], aheadEnd: number, lineLength: (r: RecordView, index: number) => number): Cut {
   const idMax = lo + BATCH_RECORDS_MAX - 1;
-  const lines: string[] = [];
   let bytes = 0;
   let slot: number | undefined;
   for (let i = 0; i < ahead.length; i++) {
     const r = ahead[i];
     const id = r.id as number;
-    if (id > idMax) return { lastId: idMax, count: i, lines, open: false };
+    if (id > idMax) return { lastId: idMax, count: i, open: false };
     const s = slotOf(r.create_at as number);
-    if (slot !== undefined && s !== slot) return { lastId: id - 1, count: i, lines, open: false };
+    if (slot !== undefined && s !== slot) return { lastId: id - 1, count: i, open: false };
     slot = s;
-    const text = line(r, i);
-    lines.push(text);
-    bytes += text.length + 1;
-    if (bytes >= BATCH_BYTES_MAX) return { lastId: id, count: i + 1, lines, open: false };
+    bytes += lineLength(r, i) + 1;
+    if (bytes >= BATCH_BYTES_MAX) return { lastId: id, count: i + 1, open: false };
   }
-  if (aheadEnd >= idMax) return { lastId: idMax, count: ahead.length, lines, open: false };
-  return { lastId: aheadEnd, count: ahead.length, lines, open: true };
+  if (aheadEnd >= idMax) return { lastId: idMax, count: ahead.length, open: false };
+  return { lastId: aheadEnd, count: ahead.length, open: true };
 }

@@ -1,10 +1,10 @@
 /**
- * The wire format's hot path (message.ts recordLineWriter) prints exactly what JSON.stringify of the
- * envelope and the attributes would, and the batch boundaries (batching.ts) depend on the batch's first
+ * The wire format's hot path (line-buffer.ts) prints exactly what JSON.stringify of the envelope and the
+ * attributes would, in UTF-8, and counts each line's length as that string's, and the batch boundaries (batching.ts) depend on the batch's first
  * id and the records only, never on how much was read at once.
  */
 import { describe, expect, it } from 'vitest';
-import { recordLineWriter } from '../../src/uplink/message.js';
+import { LineBuffer } from '../../src/uplink/line-buffer.js';
 import { BATCH_BYTES_MAX, BATCH_RECORDS_MAX, SLOT_MS, cutBatch } from '../../src/uplink/batching.js';
 import type { RecordView } from '../../src/store/types.js';
 
@@ -18,16 +18,49 @@ function reference(r: RecordView): string {
 
 describe('record lines', () => {
   it('equal JSON.stringify of the envelope and the attributes, for every kind of value', () => {
-    const write = recordLineWriter(m);
+    const lines = new LineBuffer(m);
     const records: RecordView[] = [
       { id: 1, create_at: 1700000000000, temp: 21.5, n: -0, big: 1e21, small: 5e-7, ok: true, off: false, none: null },
       { id: 2, create_at: 1700000000001, text: 'quote " backslash \\ newline \n tab \t é 😀 \u2028', nan: Number.NaN, inf: Number.POSITIVE_INFINITY },
       { id: 3, create_at: 1700000000002, geo: { lat: 1.5, lng: -2 }, list: [1, 'a', null], gone: undefined, 'we"ird key': 1 },
       { id: 4, create_at: 1700000000003, gateway: 'spoofed', model: 'x', generation: 'y', create_at_ms: 5, value: 7 },
+      { id: 5, create_at: 1700000000004, text: `${'ü'.repeat(100)} lone \ud800 surrogate`, long: 'y'.repeat(600_000) },
+      { id: 6, create_at: 1700000000005, temp: 21.5, 'we"ird key': 2, ok: false },
     ];
+    // One line at a time, then all at once: the body is the lines joined by '\n'.
     for (const r of records) {
-      expect(write(r)).toBe(reference(r));
-      expect(() => JSON.parse(write(r)) as unknown).not.toThrow();
+      expect(lines.lengthOf(r, 0)).toBe(reference(r).length);
+      const line = lines.take(1).toString('utf8');
+      expect(line).toBe(reference(r));
+      expect(() => JSON.parse(line) as unknown).not.toThrow();
+    }
+    records.forEach((r, i) => lines.lengthOf(r, i));
+    expect(lines.take(2).toString('utf8')).toBe(records.slice(0, 2).map(reference).join('\n'));
+    expect(lines.take(records.length - 2).toString('utf8')).toBe(records.slice(2).map(reference).join('\n'));
+    expect(lines.count).toBe(0);
+  });
+
+  it('print every number as JSON.stringify does (integers and short decimals are printed without String)', () => {
+    const lines = new LineBuffer(m);
+    let seed = 14;
+    const random = (): number => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed / 2 ** 31;
+    };
+    const values: number[] = [0, -0, 1, -1, 0.1, 0.7, -0.7, 1.1, 4.35, 1013.25, 99.99, 9.9999, 0.0001, 0.00001, 1e-7, 2 ** 31, 2 ** 33 - 0.5, 2 ** 33 + 0.5];
+    values.push(2 ** 53 - 1, 2 ** 53, 2 ** 53 + 2, 1e21, 1e22, 123456789012.3456, 1764227000000, Number.MAX_VALUE, Number.MIN_VALUE, 0.1 + 0.2);
+    for (let i = 0; i < 20_000; i++) {
+      const digits = Math.floor(random() * 7);
+      const magnitude = 10 ** Math.floor(random() * 14);
+      const sign = random() < 0.3 ? -1 : 1;
+      values.push(sign * (Math.floor(random() * magnitude * 10 ** digits) / 10 ** digits));
+      values.push(sign * random() * magnitude);
+    }
+    for (let i = 0; i < values.length; i += 50) {
+      const r: RecordView = { id: i + 1, create_at: 1764227000000 + i };
+      values.slice(i, i + 50).forEach((v, k) => (r[`v${k}`] = v));
+      expect(lines.lengthOf(r, 0)).toBe(reference(r).length);
+      expect(lines.take(1).toString('utf8')).toBe(reference(r));
     }
   });
 });
@@ -48,7 +81,7 @@ function batches(all: RecordView[], lo: number, readSize: number): Array<[number
     const want = Math.min(last, lo + BATCH_RECORDS_MAX - 1, aheadEnd + readSize);
     ahead = ahead.concat(all.filter((r) => (r.id as number) > aheadEnd && (r.id as number) <= want));
     aheadEnd = want;
-    const cut = cutBatch(lo, ahead, aheadEnd, (r) => JSON.stringify(r));
+    const cut = cutBatch(lo, ahead, aheadEnd, (r) => JSON.stringify(r).length);
     if (cut.open && aheadEnd < last) continue; // more to read before the batch can close
     out.push([lo, cut.lastId]);
     ahead = ahead.slice(cut.count);
