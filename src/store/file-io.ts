@@ -140,6 +140,15 @@ export async function readFully(io: FileIo, fd: number, buf: Buffer, off: number
   }
 }
 
+/** readFully without the thread pool (recovery at open, and reads of a few KiB mostly in the page cache). */
+export function readFullySync(fd: number, buf: Buffer, off: number, len: number, pos: number): void {
+  for (let done = 0; done < len; ) {
+    const n = fs.readSync(fd, buf, off + done, len - done, pos + done);
+    if (n <= 0) throw Object.assign(new Error(`short read at ${pos + done}`), { code: 'EIO' });
+    done += n;
+  }
+}
+
 export function errorCode(err: unknown): string {
   const code = (err as { code?: unknown } | null)?.code;
   return typeof code === 'string' ? code : 'EIO';

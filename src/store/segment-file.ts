@@ -125,15 +125,6 @@ export class SegmentFile implements SealedFdHolder {
     }
   }
 
-  useSync<T>(fn: (fd: number) => T): T {
-    const fd = this.acquire();
-    try {
-      return fn(fd);
-    } finally {
-      this.endUse();
-    }
-  }
-
   release(): void {
     assert(this.refs > 0, 'release of a segment file more often than it was retained');
     this.refs--;

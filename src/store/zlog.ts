@@ -13,11 +13,10 @@
  * A chunk that fails any check reads as zeros: the frame walks of the readers then report its ids lost,
  * as they do for a corrupt frame of a `.log`.
  */
-import fs from 'node:fs';
 import { crc32c } from './crc32c.js';
 import { u32 } from './frame.js';
 import { decodeChunk } from './chunk-codec.js';
-import { type FileIo, readFully } from './file-io.js';
+import { type FileIo, readFully, readFullySync } from './file-io.js';
 import { SEGMENT_HEADER_BYTES, assert } from './constants.js';
 
 const MAGIC = 0x5a474c53; // "SLGZ"
@@ -129,14 +128,14 @@ function chunkCrc(b: Uint8Array, at: number, end: number): number {
 export function readChunkTableSync(fd: number, fileBytes: number): ChunkTable | undefined {
   if (fileBytes < ZLOG_HEADER_BYTES) return undefined;
   const h = Buffer.alloc(32);
-  readAllSync(fd, h, SEGMENT_HEADER_BYTES);
+  readFullySync(fd, h, 0, h.length, SEGMENT_HEADER_BYTES);
   if (u32(h, 0) !== MAGIC || h.readUInt16LE(4) !== VERSION || crc32c(h, 0, 28) !== u32(h, 28)) return undefined;
   const logicalBytes = u32(h, 8);
   const n = u32(h, 12);
   const tableOffset = u32(h, 16);
   if (n < 1 || tableOffset < ZLOG_HEADER_BYTES || tableOffset + 8 * n + 4 !== fileBytes) return undefined;
   const t = Buffer.alloc(8 * n + 4);
-  readAllSync(fd, t, tableOffset);
+  readFullySync(fd, t, 0, t.length, tableOffset);
   if (crc32c(t, 0, 8 * n) !== u32(t, 8 * n)) return undefined;
   const logicalStarts = new Uint32Array(n + 1);
   const fileOffsets = new Uint32Array(n + 1);
@@ -168,7 +167,7 @@ export function readLogicalSync(fd: number, t: ChunkTable, out: Buffer, at: numb
   const [first, last] = chunkSpan(t, pos, len);
   const start = t.fileOffsets[first];
   const raw = Buffer.allocUnsafe(t.fileOffsets[last + 1] - start);
-  readAllSync(fd, raw, start);
+  readFullySync(fd, raw, 0, raw.length, start);
   copyChunks(t, raw, first, last, out, at, len, pos);
 }
 
@@ -217,12 +216,4 @@ export function chunkBytes(t: ChunkTable, raw: Buffer, k: number, off: number): 
     return undefined;
   }
   return logical.length === logicalBytes && crc32c(logical, 0, logical.length) === u32(raw, off + 16) ? logical : undefined;
-}
-
-function readAllSync(fd: number, buf: Buffer, pos: number): void {
-  for (let done = 0; done < buf.length; ) {
-    const n = fs.readSync(fd, buf, done, buf.length - done, pos + done);
-    if (n <= 0) throw Object.assign(new Error(`short read at ${pos + done}`), { code: 'EIO' });
-    done += n;
-  }
 }
