@@ -77,12 +77,27 @@ export function parseWrk(output: string): Load {
 /** A request slower than this counts as an error (wrk's default is 2 s: deep pages of some peers take longer). */
 export const WRK_TIMEOUT_S = 10;
 
+function wrkCommand(url: string, connections: number, seconds: number): [string, string[]] {
+  return pinned(1, 'wrk', ['-t1', `-c${connections}`, `-d${seconds}s`, `--timeout`, `${WRK_TIMEOUT_S}s`, '--latency', url]);
+}
+
 /** wrk on core 1: one thread, `connections` keep-alive connections, `seconds` long. */
 export function runWrk(url: string, connections: number, seconds: number): Load {
-  const [cmd, cmdArgs] = pinned(1, 'wrk', ['-t1', `-c${connections}`, `-d${seconds}s`, `--timeout`, `${WRK_TIMEOUT_S}s`, '--latency', url]);
+  const [cmd, cmdArgs] = wrkCommand(url, connections, seconds);
   const result = spawnSync(cmd, cmdArgs, { encoding: 'utf8' });
   if (result.status !== 0) throw new Error(`wrk failed: ${result.stderr}`);
   return parseWrk(result.stdout);
+}
+
+/** runWrk without blocking this process: for a server that runs in it. */
+export function runWrkAsync(url: string, connections: number, seconds: number): Promise<Load> {
+  const [cmd, cmdArgs] = wrkCommand(url, connections, seconds);
+  const child = spawn(cmd, cmdArgs, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+  return new Promise((resolve, reject) => child.on('exit', (code) => (code === 0 ? resolve(parseWrk(out)) : reject(new Error(`wrk failed: ${err}`)))));
 }
 
 const TICKS_PER_S = Number((spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout ?? '').trim()) || 100;
