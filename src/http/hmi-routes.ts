@@ -28,6 +28,8 @@ export const BATCH_MODELS_MAX = 100;
 interface KeptBatch {
   /** registry.models when it was made: the same array means no model was changed, unpublished or removed. */
   models: readonly DataModel[];
+  /** The models' ids as the answer spells them, and per model its log, select and latest view. */
+  uuids: string[];
   logs: LogView[];
   selects: Array<string[] | undefined>;
   records: Array<RecordView | undefined>;
@@ -35,20 +37,40 @@ interface KeptBatch {
 }
 
 /**
- * Whole answers of recent batch calls, by their exact query string: valid while the models are the same and
- * every log hands out the same latest views, so a page of tiles polled faster than its models change costs
- * a lookup and a check per model. Keyed by the query string rather than by the parsed models: splitting,
- * trimming and looking up 100 ids was most of a call (about 1 µs an id).
+ * Whole answers of recent batch calls, by their exact query string, with the ids they resolved: a page of
+ * tiles polled faster than its models change costs a lookup and a check per model, and one polled while
+ * they change a new body from the records' kept JSON. Keyed by the query string rather than by the parsed
+ * ids: splitting, trimming and looking up 100 ids was most of a call (about 1 µs an id).
  */
 const batchAnswers = new Map<string, KeptBatch>();
 const BATCH_ANSWERS_MAX = 64;
 
+/**
+ * The answer to a query asked before while its models are the same: the kept one while every log hands out
+ * the same latest views, else one rebuilt from the new views, without parsing and resolving the ids again.
+ */
 function keptBatch(rawQuery: string, registry: RegistryView): RawReply | undefined {
   const kept = batchAnswers.get(rawQuery);
   if (kept === undefined || kept.models !== registry.models) return undefined;
   const { logs, selects, records } = kept;
-  for (let i = 0; i < logs.length; i++) if (logs[i].latest(selects[i]) !== records[i]) return undefined;
+  let changed = false;
+  for (let i = 0; i < logs.length; i++) {
+    const record = logs[i].latest(selects[i]);
+    if (record !== records[i]) {
+      records[i] = record;
+      changed = true;
+    }
+  }
+  if (changed) kept.reply = batchReply(kept.uuids, records);
   return kept.reply;
+}
+
+function batchReply(uuids: readonly string[], records: ReadonlyArray<RecordView | undefined>): RawReply {
+  const parts = uuids.map((uuid, i) => {
+    const record = records[i];
+    return `${JSON.stringify(uuid)}:${record === undefined ? '{}' : latestJson(record)}`;
+  });
+  return new RawReply(200, ENVELOPE_HEADERS, Buffer.from(`{"code":200,"msg":"Success","data":{${parts.join(',')}}}`));
 }
 
 function functions(query: QueryParams): AggregateFunction[] {
@@ -139,13 +161,10 @@ export function addHmiRoutes(router: Router, registry: RegistryView, dataSecret:
       const logs = published.map((model) => registry.log(model.uuid));
       const selects = published.map((model) => selectFields(query, model));
       const records = logs.map((log, i) => log.latest(selects[i]));
-      const parts = published.map((model, i) => {
-        const record = records[i];
-        return `${JSON.stringify(model.uuid)}:${record === undefined ? '{}' : latestJson(record)}`;
-      });
-      const reply = new RawReply(200, ENVELOPE_HEADERS, Buffer.from(`{"code":200,"msg":"Success","data":{${parts.join(',')}}}`));
+      const ids = published.map((model) => model.uuid);
+      const reply = batchReply(ids, records);
       if (batchAnswers.size >= BATCH_ANSWERS_MAX) batchAnswers.delete(batchAnswers.keys().next().value as string);
-      batchAnswers.set(ctx.rawQuery, { models, logs, selects, records, reply });
+      batchAnswers.set(ctx.rawQuery, { models, uuids: ids, logs, selects, records, reply });
       return reply;
     });
   });
