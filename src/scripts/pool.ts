@@ -51,6 +51,46 @@ export function defaultWorkerFile(moduleUrl: string = import.meta.url): string {
   return compiled.replace(/[^\\/]+$/, 'worker.js');
 }
 
+/**
+ * One task's time limit as the abort signal piscina takes. Not AbortSignal.timeout: its timer outlives
+ * the task and fires `limitMs` after every task, each time building a DOMException with a stack and
+ * dispatching an abort event nobody listens to any more; nor an AbortController, whose EventTarget
+ * listener bookkeeping piscina's own per-task work already doubles. Together about 0.8 µs a record of
+ * main-thread CPU at ~100 payloads a task (docs/performance.md, "HTTP ingest").
+ */
+class TaskDeadline {
+  aborted = false;
+  reason: unknown;
+  private listener: (() => void) | undefined;
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(limitMs: number) {
+    this.timer = setTimeout(() => this.abort(), limitMs).unref();
+  }
+
+  /** Piscina listens once per task. */
+  addEventListener(_name: 'abort', listener: () => void): void {
+    this.listener = listener;
+  }
+
+  removeEventListener(_name: 'abort', listener: () => void): void {
+    if (this.listener === listener) this.listener = undefined;
+  }
+
+  clear(): void {
+    clearTimeout(this.timer);
+    this.listener = undefined;
+  }
+
+  private abort(): void {
+    this.aborted = true;
+    this.reason = new Error('time limit exceeded');
+    const listener = this.listener;
+    this.listener = undefined;
+    listener?.();
+  }
+}
+
 export class ScriptPool {
   readonly size: number;
   private readonly piscina: Piscina;
@@ -110,19 +150,13 @@ export class ScriptPool {
     }
   }
 
-  /**
-   * Runs `task`, aborted (worker ended) after `limitMs`. Not AbortSignal.timeout: its timer outlives
-   * the task and fires `limitMs` later for every task, each time building a DOMException with a stack
-   * and dispatching an abort event nobody listens to any more: about 0.5 µs a record on the main
-   * thread at ~100 payloads a task (docs/performance.md, "HTTP ingest").
-   */
+  /** Runs `task`, aborted (its worker ended) once it has run `limitMs`. */
   private async runWithin(task: WorkerTask, limitMs: number): Promise<unknown> {
-    const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(), limitMs).unref();
+    const deadline = new TaskDeadline(limitMs);
     try {
-      return await this.piscina.run(task, { signal: controller.signal });
+      return await this.piscina.run(task, { signal: deadline });
     } finally {
-      clearTimeout(timer);
+      deadline.clear();
     }
   }
 
