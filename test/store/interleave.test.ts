@@ -19,5 +19,5 @@ describe('store under seeded interleavings', () => {
     });
     console.log(`races: ${coverage.runsWithCompactedSegments} of ${runs} schedules ended with compacted segments`);
     expect(coverage.runsWithCompactedSegments).toBeGreaterThan(runs / 10);
-  }, Number(process.env.RACES_TIMEOUT_MS ?? 60_000));
+  }, Number(process.env.RACES_TIMEOUT_MS ?? 150_000));
 });
