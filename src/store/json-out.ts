@@ -58,23 +58,25 @@ export class JsonOut {
     this.pos = p;
   }
 
-  /** A non-negative safe integer. */
+  /** A non-negative safe integer, in int32 parts (a millisecond time has 13 digits). */
   uint(v: number): void {
-    let digits = 1;
-    for (let t = 10; t <= v; t *= 10) digits++;
-    const b = this.room(digits);
-    let p = this.pos + digits;
+    if (v < 1e9) return this.int32Digits(v, decimalDigits(v));
+    const high = Math.floor(v / 1e9);
+    this.uint(high);
+    this.int32Digits(v - high * 1e9, 9);
+  }
+
+  /** The last `count` digits of `n` (0 <= n < 1e9), zero-padded. */
+  private int32Digits(n: number, count: number): void {
+    const b = this.room(count);
+    let p = this.pos + count;
     this.pos = p;
-    while (v >= 0x80000000) {
-      const r = v % 10;
-      b[--p] = 0x30 + r;
-      v = (v - r) / 10;
+    let t = n | 0;
+    for (let k = 0; k < count; k++) {
+      const q = (t / 10) | 0;
+      b[--p] = 0x30 + t - q * 10;
+      t = q;
     }
-    do {
-      const q = (v / 10) | 0;
-      b[--p] = 0x30 + v - q * 10;
-      v = q;
-    } while (v > 0);
   }
 
   int(v: number): void {
@@ -122,6 +124,13 @@ export class JsonOut {
     t.lo[slot] = lo;
     t.lengths[slot] = n;
   }
+}
+
+/** Digits of `n` (0 <= n < 1e9). */
+function decimalDigits(n: number): number {
+  if (n < 1e4) return n < 10 ? 1 : n < 100 ? 2 : n < 1000 ? 3 : 4;
+  if (n < 1e6) return n < 1e5 ? 5 : 6;
+  return n < 1e7 ? 7 : n < 1e8 ? 8 : 9;
 }
 
 const F64 = new Float64Array(1);
