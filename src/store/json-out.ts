@@ -97,18 +97,23 @@ export class JsonOut {
   /**
    * The msgpack float64 at `off` (8 big-endian bytes) as `number` prints it. Printing a double is the
    * dearest step of a page (V8 takes 30 to 90 ns, and sensor values repeat), so the text of each is kept
-   * in a small table indexed by its bits; the text is a function of the bits alone, so any model may share it.
+   * in a table indexed by its bits; the text is a function of the bits alone, so any model may share it.
+   * A slot (bits, length, text) is 32 bytes in one cache line: the table is mostly out of the cache when
+   * the writers run between two reads.
    */
   float64(src: Uint8Array, off: number): void {
     const t = (floatTable ??= newFloatTable());
     const hi = (src[off] << 24) | (src[off + 1] << 16) | (src[off + 2] << 8) | src[off + 3];
     const lo = (src[off + 4] << 24) | (src[off + 5] << 16) | (src[off + 6] << 8) | src[off + 7];
-    const slot = (Math.imul(hi ^ Math.imul(lo, 0x9e3779b1), 0x85ebca6b) >>> 0) % FLOAT_SLOTS;
-    const len = t.lengths[slot];
-    if (len > 0 && t.hi[slot] === hi && t.lo[slot] === lo) {
+    const slot = Math.imul(hi ^ Math.imul(lo, 0x9e3779b1), 0x85ebca6b) >>> FLOAT_SLOT_SHIFT;
+    const word = slot * (FLOAT_SLOT_BYTES / 4);
+    const at = slot * FLOAT_SLOT_BYTES;
+    const len = t.bytes[at + FLOAT_LENGTH_AT];
+    if (len > 0 && t.words[word] === hi && t.words[word + 1] === lo) {
       const b = this.room(len);
       let p = this.pos;
-      for (let i = slot * FLOAT_TEXT_MAX, end = i + len; i < end; i++) b[p++] = t.texts[i];
+      const texts = t.bytes;
+      for (let i = at + FLOAT_TEXT_AT, end = i + len; i < end; i++) b[p++] = texts[i];
       this.pos = p;
       return;
     }
@@ -118,11 +123,11 @@ export class JsonOut {
     const start = this.pos;
     this.number(v);
     const n = this.pos - start;
-    if (n > FLOAT_TEXT_MAX) return;
-    this.buf.copy(t.texts, slot * FLOAT_TEXT_MAX, start, this.pos);
-    t.hi[slot] = hi;
-    t.lo[slot] = lo;
-    t.lengths[slot] = n;
+    if (n > FLOAT_SLOT_BYTES - FLOAT_TEXT_AT) return;
+    t.bytes.set(this.buf.subarray(start, this.pos), at + FLOAT_TEXT_AT);
+    t.words[word] = hi;
+    t.words[word + 1] = lo;
+    t.bytes[at + FLOAT_LENGTH_AT] = n;
   }
 }
 
@@ -136,25 +141,24 @@ function decimalDigits(n: number): number {
 const F64 = new Float64Array(1);
 const F64_BYTES = new Uint8Array(F64.buffer);
 
-/** Texts of doubles kept: about 540 KiB, made on the first page printed; the longest text of a double is 24 characters. */
-const FLOAT_SLOTS = 16_381;
-const FLOAT_TEXT_MAX = 24;
+/** Texts of doubles kept: 512 KiB, made on the first page printed. */
+const FLOAT_SLOT_SHIFT = 18;
+const FLOAT_SLOTS = 2 ** (32 - FLOAT_SLOT_SHIFT);
+/** A slot: the high and low word of the bits, the text's length, the text (up to 23 characters; longer ones are not kept). */
+const FLOAT_SLOT_BYTES = 32;
+const FLOAT_LENGTH_AT = 8;
+const FLOAT_TEXT_AT = 9;
 
 interface FloatTable {
-  hi: Int32Array;
-  lo: Int32Array;
-  /** 0: the slot is empty. */
-  lengths: Uint8Array;
-  texts: Buffer;
+  /** The slots; a length of 0: the slot is empty. */
+  bytes: Uint8Array;
+  /** The same memory, for the bits. */
+  words: Int32Array;
 }
 
 let floatTable: FloatTable | undefined;
 
 function newFloatTable(): FloatTable {
-  return {
-    hi: new Int32Array(FLOAT_SLOTS),
-    lo: new Int32Array(FLOAT_SLOTS),
-    lengths: new Uint8Array(FLOAT_SLOTS),
-    texts: Buffer.alloc(FLOAT_SLOTS * FLOAT_TEXT_MAX),
-  };
+  const memory = new ArrayBuffer(FLOAT_SLOTS * FLOAT_SLOT_BYTES);
+  return { bytes: new Uint8Array(memory), words: new Int32Array(memory) };
 }
