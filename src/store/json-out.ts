@@ -4,13 +4,31 @@
  * digit, numbers as JavaScript prints them).
  */
 
+/** A text written many times (a key, an envelope): its bytes as little-endian int32 words, the last one padded. */
+export interface Words {
+  words: Int32Array;
+  bytes: number;
+}
+
+export function wordsOf(text: string): Words {
+  const bytes = Buffer.byteLength(text);
+  const padded = Buffer.alloc(Math.ceil(bytes / 4) * 4);
+  padded.write(text);
+  const words = new Int32Array(padded.length / 4);
+  for (let i = 0; i < words.length; i++) words[i] = padded.readInt32LE(4 * i);
+  return { words, bytes };
+}
+
 /** A growing byte buffer that JSON text is written into. */
 export class JsonOut {
   buf: Buffer;
   pos = 0;
+  /** The same memory as `buf`, for writes of 4 bytes at once. */
+  private view: DataView;
 
   constructor(bytes: number) {
     this.buf = Buffer.allocUnsafe(Math.max(256, bytes));
+    this.view = new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.length);
   }
 
   /** Makes room for `bytes` more and returns the buffer to write them to (it may be a new one). */
@@ -19,8 +37,21 @@ export class JsonOut {
       const next = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + bytes));
       this.buf.copy(next, 0, 0, this.pos);
       this.buf = next;
+      this.view = new DataView(next.buffer, next.byteOffset, next.length);
     }
     return this.buf;
+  }
+
+  /**
+   * A text made by wordsOf, 4 bytes a write: a few times faster than a loop over its bytes for the short
+   * keys of a record. The last word's padding lands past the text, where the next write goes.
+   */
+  words(w: Words): void {
+    this.room(w.bytes + 3);
+    const { view } = this;
+    const { words } = w;
+    for (let i = 0, p = this.pos; i < words.length; i++, p += 4) view.setInt32(p, words[i], true);
+    this.pos += w.bytes;
   }
 
   bytes(src: Buffer, start: number, end: number): void {

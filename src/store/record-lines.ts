@@ -9,7 +9,7 @@
  * decoded record, which the records this path cannot print exactly go through (record-json.ts says which).
  */
 import { frameId, frameTs, FRAME_HEADER_BYTES } from './frame.js';
-import { JsonOut } from './json-out.js';
+import { JsonOut, wordsOf, type Words } from './json-out.js';
 import { ValueStarts, plainKey, writeValue } from './record-json.js';
 import { decodeValues, projection, toView, type Projection } from './reader.js';
 import type { FieldLayout } from './field-layout.js';
@@ -49,10 +49,10 @@ const NEWLINE = 0x0a;
 
 /** The printer of one format under one layout: key texts and defaults made once, reused for every record. */
 export class LinePrinter {
-  private readonly head: Buffer;
-  private readonly createAtKey: Buffer;
+  private readonly head: Words;
+  private readonly createAtKey: Words;
   /** `,"name":` of each field printed. */
-  private readonly keys: Buffer[];
+  private readonly keys: Words[];
   /** The stored column of each field printed. */
   private readonly columns: number[];
   /** The JSON of what each field printed reads in a record that predates its column. */
@@ -74,17 +74,17 @@ export class LinePrinter {
   ) {
     this.full = projection(layout, undefined);
     const printed = this.full.names.map((_, k) => k).filter((k) => !format.omit.has(this.full.names[k]));
-    this.head = Buffer.from(format.head);
-    this.createAtKey = Buffer.from(format.createAtKey);
+    this.head = wordsOf(format.head);
+    this.createAtKey = wordsOf(format.createAtKey);
     const keyTexts = printed.map((k) => `,${JSON.stringify(this.full.names[k])}:`);
     const defaultTexts = printed.map((k) => JSON.stringify(this.full.defaults[k] ?? null));
-    this.keys = keyTexts.map((t) => Buffer.from(t));
+    this.keys = keyTexts.map(wordsOf);
     this.columns = printed.map((k) => this.full.fields[k]);
     this.defaults = defaultTexts.map((t) => Buffer.from(t));
     this.fast = this.full.names.every(plainKey);
     this.fixedExtraBytes = [format.head, format.createAtKey, ...keyTexts].reduce((n, t) => n + extraBytes(t), 0);
     this.defaultExtraBytes = defaultTexts.map(extraBytes);
-    this.keyBytes = [this.head, this.createAtKey, ...this.keys].reduce((n, k) => n + k.length, 40);
+    this.keyBytes = [this.head, this.createAtKey, ...this.keys].reduce((n, k) => n + k.bytes, 40);
   }
 
   /** Prints the frames' records as lines; `throughId` is the caller's. */
@@ -128,15 +128,13 @@ export class LinePrinter {
     if (count < 0) return -1;
     const starts = this.values.at;
     let extra = this.fixedExtraBytes;
-    out.room(this.head.length).set(this.head, out.pos);
-    out.pos += this.head.length;
+    out.words(this.head);
     out.uint(frameId(b, off));
-    out.bytes(this.createAtKey, 0, this.createAtKey.length);
+    out.words(this.createAtKey);
     out.number(frameTs(b, off));
     const { columns, keys, defaults } = this;
     for (let k = 0; k < columns.length; k++) {
-      const key = keys[k];
-      out.bytes(key, 0, key.length);
+      out.words(keys[k]);
       const column = columns[k];
       if (column >= count) {
         const d = defaults[k];
