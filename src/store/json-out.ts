@@ -1,7 +1,7 @@
 /**
- * The byte writer record-json.ts prints into: one Buffer, doubled when full, with the few ways a JSON
- * token gets in (copied bytes, ASCII, a JS string as JSON.stringify prints it, integers printed digit by
- * digit, numbers as JavaScript prints them).
+ * The byte writer record-json.ts and record-lines.ts print into: one Buffer, doubled when full, with the
+ * few ways a JSON token gets in (copied bytes, fixed texts 4 bytes at a time, ASCII, a JS string as
+ * JSON.stringify prints it, integers printed digit by digit, numbers as JavaScript prints them).
  */
 
 /** A text written many times (a key, an envelope): its bytes as little-endian int32 words, the last one padded. */
