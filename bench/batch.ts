@@ -1,8 +1,8 @@
 /**
  * queryLastDataBatch with 100 models against queryLastData with one (contract 12: the batch must keep at
  * least 50% of the single-model requests/s). The service runs in this process; the load comes from a
- * child process (node:http, keep-alive, `--connections` requests in flight) so both share the machine
- * the same way in both runs. wrk is not required.
+ * child process: wrk when it is installed, else node:http (keep-alive, `--connections` requests in flight),
+ * so both share the machine the same way in both runs.
  * Usage: npm run bench:batch [-- --seconds 5 --connections 32]
  */
 import { spawn } from 'node:child_process';
@@ -15,6 +15,7 @@ import { parseArgs } from 'node:util';
 import { FIELDS, sensorRecord } from './records.js';
 import { BENCH_SECRET, openBenchData } from './bench-service.js';
 import { printTable, writeResults, type Figure } from './report.js';
+import { installed, runWrkAsync } from './targets.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -58,7 +59,28 @@ async function load(url: string, seconds: number, connections: number): Promise<
   agent.destroy();
 }
 
-function runLoad(url: string): Promise<{ rps: number; p99Ms: number; errors: number }> {
+interface Measured {
+  rps: number;
+  p99Ms: number;
+  errors: number;
+  /** CPU of this process (the service) per answered request. */
+  cpuUsPerRequest: number;
+}
+
+const useWrk = installed('wrk');
+
+/** The load, by wrk on core 1 when it is installed (it spends far less per request than a Node client), else by a node:http child. */
+async function runLoad(url: string): Promise<Measured> {
+  const cpu = process.cpuUsage();
+  const seconds = Number(args.seconds);
+  const load = useWrk
+    ? await runWrkAsync(url, Number(args.connections), seconds).then((l) => ({ rps: l.requestsPerS, p99Ms: l.p99Ms, errors: l.errors }))
+    : await runNodeLoad(url);
+  const used = process.cpuUsage(cpu);
+  return { ...load, cpuUsPerRequest: (used.user + used.system) / Math.max(1, load.rps * seconds) };
+}
+
+function runNodeLoad(url: string): Promise<{ rps: number; p99Ms: number; errors: number }> {
   const child = spawn(process.execPath, [fileURLToPath(import.meta.url), '--load', url, '--seconds', args.seconds, '--connections', args.connections], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -104,6 +126,15 @@ async function main(): Promise<void> {
         baseline: single.rps,
         target: '>= 50% of 1 model',
       },
+      { name: 'service CPU per request, queryLastData', value: single.cpuUsPerRequest, unit: 'µs', better: 'lower' },
+      { name: 'service CPU per request, queryLastDataBatch', value: batch.cpuUsPerRequest, unit: 'µs', better: 'lower', baseline: single.cpuUsPerRequest },
+      {
+        name: 'service CPU per request, queryLastDataBatch, models written 10/s (writes included)',
+        value: batchWrites.cpuUsPerRequest,
+        unit: 'µs',
+        better: 'lower',
+        baseline: single.cpuUsPerRequest,
+      },
       { name: 'queryLastData p99', value: single.p99Ms, unit: 'ms', better: 'lower' },
       { name: 'queryLastDataBatch p99', value: batch.p99Ms, unit: 'ms', better: 'lower' },
       { name: 'errors', value: single.errors + batch.errors + batchWrites.errors, unit: '', better: 'lower' },
@@ -115,8 +146,9 @@ async function main(): Promise<void> {
       'queryLastData, 1 model',
       figures,
       [
-        `${MODELS} published models of the 6-attribute sensor record, one record each; ${args.connections} requests in`,
-        `flight for ${args.seconds} s from a child process (node:http keep-alive), the service in the bench process.`,
+        `${MODELS} published models of the 6-attribute sensor record, one record each; ${args.connections} connections for`,
+        `${args.seconds} s ${useWrk ? 'from wrk (1 thread, pinned to core 1 where taskset is present)' : 'from a node:http keep-alive child process (wrk is not installed)'}, the service in the bench`,
+        'process. Service CPU per request is this process\'s user + system time over the requests answered.',
         'The ratio column is batch / single requests/s (target >= 0.5). A batch answer is kept while none of its',
         'models changes; the run with writes rebuilds it about 1,000 times a second (the JSON of each record is',
         'still kept until its model changes). The machine was shared with other work: figures move by +-30%.',

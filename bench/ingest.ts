@@ -16,7 +16,7 @@ import { influxMissing, startInflux } from './peers/influx.js';
 import { redisMissing, startRedis } from './peers/redis.js';
 import { FIELDS } from './records.js';
 import { printTable, repoRoot, writeResults, type Figure } from './report.js';
-import { diskBytes, pinned, processCpuMs, startTarget, stopChild } from './targets.js';
+import { diskBytes, pinned, processCpuMs, startTarget, stopChild, threadCpuMs, threadSplitUs } from './targets.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -43,6 +43,8 @@ interface Ingest {
   batchP99Ms: number;
   /** Anything else worth printing about the run. */
   note?: string;
+  /** The CPU of the first process by thread (threadSplitUs). */
+  threads: string;
 }
 
 async function client(job: Omit<IngestJob, 'batch' | 'connections' | 't0Ms'>, t0Ms: number): Promise<IngestResult> {
@@ -70,13 +72,17 @@ async function ingest(
   await client({ ...job, first: 0, records: WARM_UP_RECORDS }, t0Ms);
   progress(`  ${label}: ${records.toLocaleString()} records, ${batch} a request, ${connections} connections`);
   const cpuBefore = pids.reduce((sum, pid) => sum + processCpuMs(pid), 0);
+  const threadsBefore = threadCpuMs(pids[0]);
   const result = await client({ ...job, first: WARM_UP_RECORDS, records }, t0Ms);
   const cpuMs = pids.reduce((sum, pid) => sum + processCpuMs(pid), 0) - cpuBefore;
+  const threads = threadSplitUs(threadsBefore, threadCpuMs(pids[0]), pids[0], result.records);
+  progress(`  ${label}: ${threads}`);
   return {
     recordsPerS: result.records / result.seconds,
     cpuUsPerRecord: (cpuMs * 1000) / result.records,
     diskBytesPerRecord: (await flushed()) / (WARM_UP_RECORDS + records),
     batchP99Ms: result.p99Ms,
+    threads,
   };
 }
 
@@ -189,7 +195,7 @@ async function main(): Promise<void> {
     peers[version] = result;
   }
   const loadAfter = loadavg();
-  const pick = (key: keyof Omit<Ingest, 'note'>) => Object.fromEntries(Object.entries(peers).map(([name, r]) => [name, r[key]]));
+  const pick = (key: keyof Omit<Ingest, 'note' | 'threads'>) => Object.fromEntries(Object.entries(peers).map(([name, r]) => [name, r[key]]));
   const figures: Figure[] = [
     { name: 'ingest over HTTP', value: ourResult.recordsPerS, unit: 'rec/s', better: 'higher', peers: pick('recordsPerS') },
     { name: 'server CPU per record', value: ourResult.cpuUsPerRecord, unit: 'µs', better: 'lower', peers: pick('cpuUsPerRecord') },
@@ -197,6 +203,7 @@ async function main(): Promise<void> {
     { name: `request p99 (${batch} records)`, value: ourResult.batchP99Ms, unit: 'ms', better: 'lower', peers: pick('batchP99Ms') },
   ];
   printTable(`HTTP ingest of ${records.toLocaleString()} records, ${batch} a request`, figures);
+  console.log(`Ours: ${ourResult.threads}`);
   for (const [name, r] of Object.entries(peers)) if (r.note) console.log(`${name}: ${r.note}`);
   const load = (l: number[]) => l.map((v) => v.toFixed(2)).join(' ');
   await writeResults(
@@ -216,6 +223,8 @@ async function main(): Promise<void> {
       'request). Server CPU: user + system time of the server processes (all threads) from /proc during the timed',
       'part. Disk: allocated bytes (du) of the data once flushed and settled (Influx: WAL snapshotted to TSM and',
       'compacted), less the empty store, over all records written.',
+      `Ours: ${ourResult.threads} (the busiest other thread is the Lua worker; the rest are V8's GC and compiler`,
+      'threads and libuv\'s pool; /proc per thread, same timed part).',
       ...Object.entries(peers).flatMap(([name, r]) => (r.note ? [`${name}: ${r.note}.`] : [])),
       ...notes,
       `Load average (1, 5, 15 min) before the run: ${load(loadBefore)}; after: ${load(loadAfter)} (shared 2-core machine).`,

@@ -4,7 +4,7 @@
  * (CPU time from /proc, disk use with du), so a peer written in another language is measured the same way.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -77,22 +77,70 @@ export function parseWrk(output: string): Load {
 /** A request slower than this counts as an error (wrk's default is 2 s: deep pages of some peers take longer). */
 export const WRK_TIMEOUT_S = 10;
 
+function wrkCommand(url: string, connections: number, seconds: number): [string, string[]] {
+  return pinned(1, 'wrk', ['-t1', `-c${connections}`, `-d${seconds}s`, `--timeout`, `${WRK_TIMEOUT_S}s`, '--latency', url]);
+}
+
 /** wrk on core 1: one thread, `connections` keep-alive connections, `seconds` long. */
 export function runWrk(url: string, connections: number, seconds: number): Load {
-  const [cmd, cmdArgs] = pinned(1, 'wrk', ['-t1', `-c${connections}`, `-d${seconds}s`, `--timeout`, `${WRK_TIMEOUT_S}s`, '--latency', url]);
+  const [cmd, cmdArgs] = wrkCommand(url, connections, seconds);
   const result = spawnSync(cmd, cmdArgs, { encoding: 'utf8' });
   if (result.status !== 0) throw new Error(`wrk failed: ${result.stderr}`);
   return parseWrk(result.stdout);
+}
+
+/** runWrk without blocking this process: for a server that runs in it. */
+export function runWrkAsync(url: string, connections: number, seconds: number): Promise<Load> {
+  const [cmd, cmdArgs] = wrkCommand(url, connections, seconds);
+  const child = spawn(cmd, cmdArgs, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+  return new Promise((resolve, reject) => child.on('exit', (code) => (code === 0 ? resolve(parseWrk(out)) : reject(new Error(`wrk failed: ${err}`)))));
 }
 
 const TICKS_PER_S = Number((spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout ?? '').trim()) || 100;
 
 /** User + system CPU time of a process and all its threads so far, in ms (10 ms resolution). */
 export function processCpuMs(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return statCpuMs(`/proc/${pid}/stat`);
+}
+
+/** User + system CPU time in ms of a /proc stat file: a process's (all threads) or one thread's (task/<tid>/stat). */
+function statCpuMs(path: string): number {
+  const stat = readFileSync(path, 'utf8');
   // Fields after the command name, which may hold spaces: utime and stime are the 12th and 13th.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_S;
+}
+
+/** User + system CPU time so far of each thread of a process, in ms by thread id (the main thread's is the pid). */
+export function threadCpuMs(pid: number): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      out.set(Number(tid), statCpuMs(`/proc/${pid}/task/${tid}/stat`));
+    } catch {
+      // The thread ended between the listing and the read.
+    }
+  }
+  return out;
+}
+
+/**
+ * The CPU a process took per record between two threadCpuMs readings, split as a profile needs it: the
+ * main thread, the busiest other thread (in bench:ingest, the one Lua worker of a 2-core machine) and the rest
+ * (V8's GC and compiler threads, libuv's pool).
+ */
+export function threadSplitUs(before: Map<number, number>, after: Map<number, number>, pid: number, records: number): string {
+  const used = [...after].map(([tid, ms]) => ({ tid, ms: ms - (before.get(tid) ?? 0) }));
+  const main = used.find((t) => t.tid === pid)?.ms ?? 0;
+  const others = used.filter((t) => t.tid !== pid).sort((a, b) => b.ms - a.ms);
+  const busiest = others[0]?.ms ?? 0;
+  const rest = others.slice(1).reduce((sum, t) => sum + t.ms, 0);
+  const us = (ms: number) => `${((ms * 1000) / records).toFixed(2)} µs`;
+  return `server CPU per record by thread: main ${us(main)}, busiest other thread ${us(busiest)}, the rest ${us(rest)}`;
 }
 
 /** Bytes the paths take on disk (allocated blocks, as `du` counts them); a path not created yet is 0. */

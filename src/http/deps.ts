@@ -17,6 +17,7 @@ export type LogView = Pick<ModelLog, 'page' | 'pageJson' | 'aggregate' | 'latest
 export type RegistryView = Pick<
   ModelRegistry,
   | 'list'
+  | 'models'
   | 'get'
   | 'create'
   | 'update'

@@ -58,6 +58,11 @@ export class ModelRegistry {
     return [...this.saved.models];
   }
 
+  /** The models as they are: the same frozen array until one of them changes, so a kept answer checks it by identity. */
+  get models(): readonly DataModel[] {
+    return this.saved.models;
+  }
+
   get(uuid: string): DataModel {
     const model = this.saved.find(uuid);
     if (!model) throw new NotFoundError(`model ${uuidText(uuid)} not found`);

@@ -51,6 +51,46 @@ export function defaultWorkerFile(moduleUrl: string = import.meta.url): string {
   return compiled.replace(/[^\\/]+$/, 'worker.js');
 }
 
+/**
+ * One task's time limit as the abort signal piscina takes. Not AbortSignal.timeout: its timer outlives
+ * the task and fires `limitMs` after every task, each time building a DOMException with a stack and
+ * dispatching an abort event nobody listens to any more; nor an AbortController, whose EventTarget
+ * listener bookkeeping piscina's own per-task work already doubles. Together about 0.8 µs a record of
+ * main-thread CPU at ~100 payloads a task (docs/performance.md, "HTTP ingest").
+ */
+class TaskDeadline {
+  aborted = false;
+  reason: unknown;
+  private listener: (() => void) | undefined;
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(limitMs: number) {
+    this.timer = setTimeout(() => this.abort(), limitMs).unref();
+  }
+
+  /** Piscina listens once per task. */
+  addEventListener(_name: 'abort', listener: () => void): void {
+    this.listener = listener;
+  }
+
+  removeEventListener(_name: 'abort', listener: () => void): void {
+    if (this.listener === listener) this.listener = undefined;
+  }
+
+  clear(): void {
+    clearTimeout(this.timer);
+    this.listener = undefined;
+  }
+
+  private abort(): void {
+    this.aborted = true;
+    this.reason = new Error('time limit exceeded');
+    const listener = this.listener;
+    this.listener = undefined;
+    listener?.();
+  }
+}
+
 export class ScriptPool {
   readonly size: number;
   private readonly piscina: Piscina;
@@ -97,7 +137,7 @@ export class ScriptPool {
     await this.acquire(owner);
     try {
       if (this.piscina.threads.length < this.busy) await this.startWorker();
-      return await this.piscina.run(task, { signal: AbortSignal.timeout(this.options.hardTimeoutMs) });
+      return await this.runWithin(task, this.options.hardTimeoutMs);
     } catch (err) {
       const aborted = (err as Error).name === 'AbortError';
       if (!aborted) this.noteFault(`worker failed: ${(err as Error).message}`);
@@ -110,11 +150,21 @@ export class ScriptPool {
     }
   }
 
+  /** Runs `task`, aborted (its worker ended) once it has run `limitMs`. */
+  private async runWithin(task: WorkerTask, limitMs: number): Promise<unknown> {
+    const deadline = new TaskDeadline(limitMs);
+    try {
+      return await this.piscina.run(task, { signal: deadline });
+    } finally {
+      deadline.clear();
+    }
+  }
+
   /** Piscina starts a worker for a task it cannot place; this one only waits for it to be ready. */
   private async startWorker(): Promise<void> {
     const start: StartTask = { kind: 'start' };
     try {
-      await this.piscina.run(start, { signal: AbortSignal.timeout(WORKER_START_MS_MAX) });
+      await this.runWithin(start, WORKER_START_MS_MAX);
     } catch (err) {
       const message = (err as Error).name === 'AbortError' ? `not ready after ${WORKER_START_MS_MAX} ms` : (err as Error).message;
       this.noteFault(`worker did not start: ${message}`);

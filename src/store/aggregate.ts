@@ -89,11 +89,17 @@ async function readStraddles(buffered: BufferedBytes, straddles: readonly Stradd
     }
     if (++syncReads % SYNC_READS_PER_TURN === 0) await new Promise((resolve) => setImmediate(resolve));
     const [start, end] = seg.byteRange(a, b);
-    if (scratch.length < end - start) scratch = Buffer.allocUnsafe(Math.max(end - start, 2 * scratch.length));
-    const buf = scratch.subarray(0, end - start);
-    readBytesSync(buffered, seg, buf, start, end);
-    const builder = new BlockColumnsBuilder(b, plan, b - a + 1);
-    visitFrames(buf, a, b, (frames, off, bytes, _id, again) => builder.add(frames, off, off + bytes, again), lost);
+    let builder = new BlockColumnsBuilder(b, plan, b - a + 1);
+    // A compacted block's values come straight from its chunk's column streams; else (or when that read
+    // gives up) from the frames, which also reports what is lost.
+    const compacted = seg.file.isCompacted;
+    if (!compacted || !seg.file.readColumnsSync(start, end - start, columns, builder.chunkSink(a, b))) {
+      if (compacted) builder = new BlockColumnsBuilder(b, plan, b - a + 1);
+      if (scratch.length < end - start) scratch = Buffer.allocUnsafe(Math.max(end - start, 2 * scratch.length));
+      const buf = scratch.subarray(0, end - start);
+      readBytesSync(buffered, seg, buf, start, end);
+      visitFrames(buf, a, b, (frames, off, bytes, _id, again) => builder.add(frames, off, off + bytes, again), lost);
+    }
     const decoded = builder.finish();
     out[r] = [decoded];
     straddleCache.put(summary, block, decoded);

@@ -8,7 +8,8 @@
  * what decodeValues gives.
  */
 import { decodeValues } from './reader.js';
-import { FRAME_HEADER_BYTES, FRAME_TS_OFFSET } from './frame.js';
+import { FRAME_HEADER_BYTES, FRAME_SAVE, FRAME_SUPERSEDE, FRAME_TS_OFFSET, mayFollowFrame } from './frame.js';
+import type { ChunkFrameSink } from './chunk-codec.js';
 
 export interface BlockColumns {
   /** Last id covered when decoded (the straddle cache keys on it). */
@@ -62,13 +63,44 @@ export class BlockColumnsBuilder {
    * record added just before. create_at is read through the block's DataView (frameTs copies bytes).
    */
   add(buf: Buffer, frameStart: number, frameEnd: number, replaces: boolean): void {
+    const i = this.addRow(this.viewOf(buf).getFloat64(frameStart + FRAME_TS_OFFSET, true), replaces);
+    const start = frameStart + FRAME_HEADER_BYTES;
+    if (this.plan.columns.length > 0 && !this.readFast(buf, start, frameEnd, i)) this.readSlow(buf, start, frameEnd, i);
+  }
+
+  /**
+   * A sink for the frames of a compacted segment's chunks (readChunkColumns) that keeps those of ids [a, b]
+   * by visitFrames's rules: ids in order, a newer frame of an id replacing it. A frame out of that order
+   * throws, so the caller reads the block the full way, which resyncs and reports what is lost.
+   */
+  chunkSink(a: number, b: number): ChunkFrameSink {
+    let lastSeen = a - 1;
+    let prevId = 0;
+    const stride = this.recordsMax;
+    return {
+      frame: (id, ts, supersede) => {
+        if (prevId > 0 && !mayFollowFrame(prevId, supersede ? FRAME_SUPERSEDE : FRAME_SAVE, id)) throw new Error(`chunk: frame of id ${id} after ${prevId}`);
+        prevId = id;
+        if (id < a || id > b) return -1;
+        const row = this.addRow(ts, id === lastSeen);
+        lastSeen = id;
+        return row;
+      },
+      setNumber: (slot, row, v) => {
+        this.values[(slot + 1) * stride + row] = v;
+      },
+      setOther: (slot, row, v) => this.setOther(slot, row, v),
+    };
+  }
+
+  /** Starts the row of the next record (or clears the last one, which a newer frame `replaces`); returns it. */
+  private addRow(ts: number, replaces: boolean): number {
     if (!replaces) this.count++;
     if (this.count > this.recordsMax) throw new Error(`store invariant violated: more than ${this.recordsMax} records in a summary block`);
     const i = this.count - 1;
-    this.values[i] = this.viewOf(buf).getFloat64(frameStart + FRAME_TS_OFFSET, true);
+    this.values[i] = ts;
     if (replaces) this.clearRow(i);
-    const start = frameStart + FRAME_HEADER_BYTES;
-    if (this.plan.columns.length > 0 && !this.readFast(buf, start, frameEnd, i)) this.readSlow(buf, start, frameEnd, i);
+    return i;
   }
 
   finish(): BlockColumns {

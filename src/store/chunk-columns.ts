@@ -137,36 +137,94 @@ export class ColumnWriter {
   }
 }
 
-/** The column streams of one chunk being decoded, the mirror of ColumnWriter; every read checks its stream's end and the output's. */
-export class ColumnReader {
-  private readonly pos: Int32Array;
-  private readonly end: Int32Array;
-  /** Offset in the output of the previous XORed float64's 8 bytes, or -1. */
-  private readonly prevFloat: Int32Array;
+/**
+ * Some column streams of one chunk being read, each from src[start, start + length): the state the two
+ * readers share (stream positions, the previous number of each form) and the number items they decode
+ * alike. Every read checks its stream's end.
+ */
+class ColumnStreams {
+  protected readonly pos: Int32Array;
+  protected readonly end: Int32Array;
   private readonly prevInt: Float64Array;
   private readonly prevDecimal: Float64Array;
-  private readonly srcView: DataView;
-  private readonly outView: DataView;
+  /** The form of the number `number` read last: FORM_INT, or FORM_DECIMAL + k. */
+  protected numberForm = FORM_INT;
+  protected readonly srcView: DataView;
 
-  /** The `lengths.length` columns whose streams follow each other in src from `start`, decoded into out. */
   constructor(
-    private readonly src: Buffer,
-    private readonly out: Buffer,
-    start: number,
+    protected readonly src: Buffer,
+    starts: readonly number[],
     lengths: readonly number[],
   ) {
-    const count = lengths.length;
+    const count = starts.length;
     this.pos = new Int32Array(count);
     this.end = new Int32Array(count);
-    for (let col = 0; col < count; col++) {
-      this.pos[col] = start;
-      start += lengths[col];
-      this.end[col] = start;
+    for (let s = 0; s < count; s++) {
+      this.pos[s] = starts[s];
+      this.end[s] = starts[s] + lengths[s];
     }
-    this.prevFloat = new Int32Array(count).fill(-1);
     this.prevInt = new Float64Array(count);
     this.prevDecimal = new Float64Array(count);
     this.srcView = viewOf(src);
+  }
+
+  /** The value of the NUMBER_TAG item at stream s's position; moves past it. */
+  protected number(s: number): number {
+    const p = this.pos[s];
+    if (p + 2 > this.end[s]) throw new Error(`chunk: column stream ${s} ends early`);
+    const form = this.src[p + 1];
+    this.pos[s] = p + 2;
+    const delta = unzigzag(this.varint(s));
+    this.numberForm = form;
+    if (form === FORM_INT) {
+      const v = this.prevInt[s] + delta;
+      this.prevInt[s] = v;
+      if (!(v >= -0x80000000 && v <= 0xffffffff)) throw new Error(`chunk: column stream ${s} has integer ${v}`);
+      return v;
+    }
+    const k = form - FORM_DECIMAL;
+    if (k > DECIMAL_SCALE_MAX) throw new Error(`chunk: column stream ${s} has number form ${form}`);
+    const decimal = this.prevDecimal[s] + delta;
+    this.prevDecimal[s] = decimal;
+    return decimal / POW10[k];
+  }
+
+  private varint(s: number): number {
+    const src = this.src;
+    let p = this.pos[s];
+    const end = this.end[s];
+    let v = 0;
+    let scale = 1;
+    for (let i = 0; i < VARINT_BYTES_MAX && p < end; i++) {
+      const b = src[p++];
+      v += (b & 0x7f) * scale;
+      if (b < 0x80) {
+        this.pos[s] = p;
+        return v;
+      }
+      scale *= 0x80;
+    }
+    throw new Error(`chunk: bad varint in column stream ${s}`);
+  }
+
+  expectEnd(): void {
+    for (let s = 0; s < this.pos.length; s++) {
+      if (this.pos[s] !== this.end[s]) throw new Error(`chunk: ${this.end[s] - this.pos[s]} bytes left in column stream ${s}`);
+    }
+  }
+}
+
+/** Every column stream of one chunk decoded back into frame bytes, the mirror of ColumnWriter; writes also check the output's end. */
+export class ColumnReader extends ColumnStreams {
+  /** Offset in the output of the previous XORed float64's 8 bytes, or -1. */
+  private readonly prevFloat: Int32Array;
+  private readonly outView: DataView;
+
+  /** The `lengths.length` columns whose streams follow each other in src from `start`, decoded into out. */
+  constructor(src: Buffer, private readonly out: Buffer, start: number, lengths: readonly number[]) {
+    let at = start;
+    super(src, lengths.map((n) => (at += n) - n), lengths);
+    this.prevFloat = new Int32Array(lengths.length).fill(-1);
     this.outView = viewOf(out);
   }
 
@@ -195,16 +253,9 @@ export class ColumnReader {
   }
 
   private numberTo(w: number, col: number): number {
-    const { src, out } = this;
-    const p = this.pos[col];
-    if (p + 2 > this.end[col]) throw new Error(`chunk: column ${col} ends early`);
-    const form = src[p + 1];
-    this.pos[col] = p + 2;
-    const delta = unzigzag(this.varint(col));
-    if (form === FORM_INT) {
-      const v = this.prevInt[col] + delta;
-      this.prevInt[col] = v;
-      if (!(v >= -0x80000000 && v <= 0xffffffff)) throw new Error(`chunk: column ${col} has integer ${v}`);
+    const { out } = this;
+    const v = this.number(col);
+    if (this.numberForm === FORM_INT) {
       const t = intTag(v);
       const n = INT_BYTES[t];
       if (w + 1 + n > out.length) throw new Error(`chunk: column ${col} runs past the logical length`);
@@ -214,37 +265,73 @@ export class ColumnReader {
       for (let i = 1; i <= n; i++) out[w + i] = (bits >>> (8 * (n - i))) & 0xff;
       return w + 1 + n;
     }
-    const k = form - FORM_DECIMAL;
-    if (k > DECIMAL_SCALE_MAX) throw new Error(`chunk: column ${col} has number form ${form}`);
-    const decimal = this.prevDecimal[col] + delta;
-    this.prevDecimal[col] = decimal;
     if (w + 9 > out.length) throw new Error(`chunk: column ${col} runs past the logical length`);
     out[w] = FLOAT64;
-    this.outView.setFloat64(w + 1, decimal / POW10[k]);
+    this.outView.setFloat64(w + 1, v);
     return w + 9;
   }
+}
 
-  private varint(col: number): number {
-    const src = this.src;
-    let p = this.pos[col];
-    const end = this.end[col];
-    let v = 0;
-    let scale = 1;
-    for (let i = 0; i < VARINT_BYTES_MAX && p < end; i++) {
-      const b = src[p++];
-      v += (b & 0x7f) * scale;
-      if (b < 0x80) {
-        this.pos[col] = p;
-        return v;
-      }
-      scale *= 0x80;
-    }
-    throw new Error(`chunk: bad varint in column ${col}`);
+/** Turns the two halves of an XORed float64 back into its value: one for the process, used synchronously. */
+const FLOAT_BITS = new DataView(new ArrayBuffer(8));
+
+/** Where the values of a chunk's asked columns go, by slot (the asked column's index) and row. */
+export interface ColumnValueSink {
+  setNumber(slot: number, row: number, v: number): void;
+  /** A value that is not a number: null, false or true. */
+  setOther(slot: number, row: number, v: unknown): void;
+}
+
+/**
+ * The values of some columns of one chunk, read straight from their streams without rebuilding frames
+ * (an aggregation's edge blocks want a few numbers of each record, not its bytes): a number comes out as
+ * the float64 msgpackr decodes from the bytes ColumnReader would write. An item it does not read itself
+ * (a string, a float32, a 64-bit integer) throws, and the caller reads the chunk the full way.
+ */
+export class ColumnValueReader extends ColumnStreams {
+  /** The previous XORed float64 of each slot, as big-endian int32 halves, and whether there was one. */
+  private readonly prevFloatHi: Int32Array;
+  private readonly prevFloatLo: Int32Array;
+  private readonly hasPrevFloat: Uint8Array;
+
+  /** Slot s reads the stream src[starts[s], starts[s] + lengths[s]). */
+  constructor(src: Buffer, starts: readonly number[], lengths: readonly number[]) {
+    super(src, starts, lengths);
+    this.prevFloatHi = new Int32Array(starts.length);
+    this.prevFloatLo = new Int32Array(starts.length);
+    this.hasPrevFloat = new Uint8Array(starts.length);
   }
 
-  expectEnd(): void {
-    for (let col = 0; col < this.pos.length; col++) {
-      if (this.pos[col] !== this.end[col]) throw new Error(`chunk: ${this.end[col] - this.pos[col]} bytes left in column ${col}`);
+  /** Reads slot's next item; hands it to `sink` at `row` unless row < 0. */
+  next(slot: number, row: number, sink: ColumnValueSink): void {
+    const p = this.pos[slot];
+    if (p >= this.end[slot]) throw new Error(`chunk: column slot ${slot} ends early`);
+    const t = this.src[p];
+    if (t === NUMBER_TAG) {
+      const v = this.number(slot);
+      if (row >= 0) sink.setNumber(slot, row, v);
+    } else if (t === FLOAT64) {
+      const v = this.xorFloat(slot, p);
+      if (row >= 0) sink.setNumber(slot, row, v);
+    } else {
+      const other = t === 0xc0 ? null : t === 0xc2 ? false : t === 0xc3 ? true : undefined;
+      if (other === undefined) throw new Error(`chunk: column slot ${slot} holds an item of type ${t} that only the full decode reads`);
+      this.pos[slot] = p + 1;
+      if (row >= 0) sink.setOther(slot, row, other);
     }
+  }
+
+  private xorFloat(slot: number, p: number): number {
+    if (p + 9 > this.end[slot]) throw new Error(`chunk: column slot ${slot} ends early`);
+    const had = this.hasPrevFloat[slot] === 1;
+    const hi = this.srcView.getInt32(p + 1) ^ (had ? this.prevFloatHi[slot] : 0);
+    const lo = this.srcView.getInt32(p + 5) ^ (had ? this.prevFloatLo[slot] : 0);
+    this.prevFloatHi[slot] = hi;
+    this.prevFloatLo[slot] = lo;
+    this.hasPrevFloat[slot] = 1;
+    this.pos[slot] = p + 9;
+    FLOAT_BITS.setInt32(0, hi);
+    FLOAT_BITS.setInt32(4, lo);
+    return FLOAT_BITS.getFloat64(0);
   }
 }

@@ -13,7 +13,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { assert } from './constants.js';
 import { type FileIo, errorCode, readFully } from './file-io.js';
-import { type ChunkTable, readLogical, readLogicalSync } from './zlog.js';
+import { type ChunkTable, readColumnsSync, readLogical, readLogicalSync } from './zlog.js';
+import type { ChunkFrameSink } from './chunk-codec.js';
 import type { SealedFdCache, SealedFdHolder } from './sealed-fds.js';
 import { UnavailableError } from '../errors.js';
 
@@ -104,6 +105,22 @@ export class SegmentFile implements SealedFdHolder {
     try {
       if (table === undefined) readRawSync(fd, out, at, len, pos);
       else readLogicalSync(fd, table, out, at, len, pos);
+    } finally {
+      this.endUse();
+    }
+  }
+
+  /**
+   * For a compacted segment, the frames of logical bytes [pos, pos + len) and the values of stored columns
+   * `columns` into `sink`, without rebuilding the frames (zlog.ts readColumnsSync); false when the segment is
+   * not compacted or a chunk is not read so, and the caller reads the bytes instead.
+   */
+  readColumnsSync(pos: number, len: number, columns: readonly number[], sink: ChunkFrameSink): boolean {
+    if (!this.isCompacted) return false;
+    const fd = this.acquire();
+    const table = this.fdAt?.table;
+    try {
+      return table !== undefined && readColumnsSync(fd, table, pos, len, columns, sink);
     } finally {
       this.endUse();
     }

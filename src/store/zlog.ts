@@ -15,7 +15,7 @@
  */
 import { crc32c } from './crc32c.js';
 import { u32 } from './frame.js';
-import { decodeChunk } from './chunk-codec.js';
+import { decodeChunk, readChunkColumns, type ChunkFrameSink } from './chunk-codec.js';
 import { type FileIo, readFully, readFullySync } from './file-io.js';
 import { SEGMENT_HEADER_BYTES, assert } from './constants.js';
 
@@ -199,14 +199,19 @@ function copyChunks(t: ChunkTable, raw: Buffer, first: number, last: number, out
   }
 }
 
+/** The stored bytes of chunk k (its head at raw[off]) once its head and CRC check, else undefined. */
+function storedChunk(t: ChunkTable, raw: Buffer, k: number, off: number): Buffer | undefined {
+  const storedEnd = t.fileOffsets[k + 1] - t.fileOffsets[k] + off;
+  if (u32(raw, off) !== t.logicalStarts[k] || u32(raw, off + 4) !== t.logicalStarts[k + 1] - t.logicalStarts[k]) return undefined;
+  if (off + CHUNK_HEAD_BYTES + u32(raw, off + 8) !== storedEnd || chunkCrc(raw, off, storedEnd) !== u32(raw, off + 20)) return undefined;
+  return raw.subarray(off + CHUNK_HEAD_BYTES, storedEnd);
+}
+
 /** Logical bytes of chunk k (its head at raw[off]), checked at both ends; undefined when any check fails. */
 export function chunkBytes(t: ChunkTable, raw: Buffer, k: number, off: number): Buffer | undefined {
-  const storedEnd = t.fileOffsets[k + 1] - t.fileOffsets[k] + off;
-  const logicalStart = t.logicalStarts[k];
-  const logicalBytes = t.logicalStarts[k + 1] - logicalStart;
-  if (u32(raw, off) !== logicalStart || u32(raw, off + 4) !== logicalBytes) return undefined;
-  if (off + CHUNK_HEAD_BYTES + u32(raw, off + 8) !== storedEnd || chunkCrc(raw, off, storedEnd) !== u32(raw, off + 20)) return undefined;
-  const stored = raw.subarray(off + CHUNK_HEAD_BYTES, storedEnd);
+  const stored = storedChunk(t, raw, k, off);
+  if (stored === undefined) return undefined;
+  const logicalBytes = t.logicalStarts[k + 1] - t.logicalStarts[k];
   let logical: Buffer;
   try {
     if (raw[off + 12] === CHUNK_STORED) logical = stored;
@@ -216,4 +221,30 @@ export function chunkBytes(t: ChunkTable, raw: Buffer, k: number, off: number): 
     return undefined;
   }
   return logical.length === logicalBytes && crc32c(logical, 0, logical.length) === u32(raw, off + 16) ? logical : undefined;
+}
+
+/**
+ * The frames and the values of stored columns `columns` of the chunks holding logical bytes [pos, pos + len),
+ * handed to `sink` chunk by chunk, each read by readChunkColumns once its stored bytes check. False when a
+ * chunk cannot be read so (it failed a check, is stored as it is, or holds what only the full decode
+ * reads): the caller then reads the logical bytes, which reports what is lost. `sink` may have had some
+ * frames by then.
+ */
+export function readColumnsSync(fd: number, t: ChunkTable, pos: number, len: number, columns: readonly number[], sink: ChunkFrameSink): boolean {
+  if (len <= 0) return true;
+  const [first, last] = chunkSpan(t, pos, len);
+  const start = t.fileOffsets[first];
+  const raw = Buffer.allocUnsafe(t.fileOffsets[last + 1] - start);
+  readFullySync(fd, raw, 0, raw.length, start);
+  for (let k = first; k <= last; k++) {
+    const off = t.fileOffsets[k] - start;
+    const stored = raw[off + 12] === CHUNK_CODEC ? storedChunk(t, raw, k, off) : undefined;
+    if (stored === undefined) return false;
+    try {
+      readChunkColumns(stored, t.logicalStarts[k + 1] - t.logicalStarts[k], columns, sink);
+    } catch {
+      return false;
+    }
+  }
+  return true;
 }

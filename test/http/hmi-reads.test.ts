@@ -224,6 +224,24 @@ describe('queryLastDataBatch (contract 12)', () => {
     expect((await batch(q)).body.data[empty]).toEqual({});
   });
 
+  it('the answer kept for a query follows its models: an attribute added, a model deleted', async () => {
+    const tile = await createModel('tile', [{ name: 'temp', type: 'FLOAT' }]);
+    saveAt(tile, T0, { temp: 1.5 });
+    const q = `uuid=${tile},${main}&select=id,create_at,temp`;
+    expect((await batch(q)).body.data[tile]).toEqual({ id: 1, create_at: '2026-11-22 10:00:00', temp: 1.5 });
+    expect((await batch(q)).body.data[tile]).toEqual({ id: 1, create_at: '2026-11-22 10:00:00', temp: 1.5 });
+    const all = `uuid=${tile}`;
+    expect((await batch(all)).body.data[tile]).toEqual({ id: 1, create_at: '2026-11-22 10:00:00', temp: 1.5 });
+    const added = await call(base, '/api/v1/schema/properties/create', { method: 'POST', body: { schemaId: tile, name: 'on', type: 'BOOL' } });
+    expect(added.status, added.text).toBe(200);
+    expect((await batch(all)).body.data[tile]).toEqual({ id: 1, create_at: '2026-11-22 10:00:00', temp: 1.5, on: false });
+    const deleted = await call(base, `/api/v1/schema/del?uuid=${tile}`, { method: 'DELETE' });
+    expect(deleted.status, deleted.text).toBe(200);
+    const r = await batch(q);
+    expect(r.status).toBe(404);
+    expect(r.body.msg).toContain(tile);
+  });
+
   it('an unknown or unpublished model fails the whole call naming it; at most 100 models', async () => {
     let r = await batch(`uuid=${main},SCHEMA22222222`);
     expect(r.status).toBe(404);

@@ -6,7 +6,7 @@
 import v8 from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
-import { straddleCache } from '../../src/store/straddle-cache.js';
+import { STRADDLE_CACHE_BLOCKS, StraddleCache, straddleCache } from '../../src/store/straddle-cache.js';
 import { SegmentSummary } from '../../src/store/segment-summary.js';
 
 v8.setFlagsFromString('--expose-gc');
@@ -27,5 +27,24 @@ describe('straddle cache', () => {
       gc();
     }
     expect(ref.deref()).toBeUndefined();
+  });
+
+  it('keeps at most STRADDLE_CACHE_BLOCKS blocks, dropping the least recently used first', () => {
+    const cache = new StraddleCache();
+    const summary = new SegmentSummary(1, 6, 100_000);
+    const block = (k: number) => ({ lastId: 64 * (k + 1), count: 64, columns: [1], values: new Float64Array(128), others: [] });
+    const cached = (k: number) => cache.get(summary, k, 64 * (k + 1), [1]) !== undefined;
+    for (let k = 0; k < STRADDLE_CACHE_BLOCKS; k++) cache.put(summary, k, block(k));
+    expect(cached(0)).toBe(true); // now the most recently used
+    cache.put(summary, STRADDLE_CACHE_BLOCKS, block(STRADDLE_CACHE_BLOCKS));
+    expect(cached(0)).toBe(true);
+    expect(cached(1)).toBe(false);
+    expect(cached(STRADDLE_CACHE_BLOCKS)).toBe(true);
+    expect(cached(STRADDLE_CACHE_BLOCKS - 1)).toBe(true);
+    for (let k = 0; k < 5 * STRADDLE_CACHE_BLOCKS; k++) cache.put(summary, 10_000 + k, block(10_000 + k));
+    const kept = Array.from({ length: 5 * STRADDLE_CACHE_BLOCKS }, (_, k) => cached(10_000 + k)).filter(Boolean).length;
+    expect(kept).toBeLessThanOrEqual(STRADDLE_CACHE_BLOCKS);
+    expect(kept).toBeGreaterThanOrEqual(STRADDLE_CACHE_BLOCKS / 2);
+    expect(cached(10_000 + 5 * STRADDLE_CACHE_BLOCKS - 1)).toBe(true);
   });
 });
