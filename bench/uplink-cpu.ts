@@ -3,7 +3,8 @@
  * - catch-up: `--records` durable in the log, time and process CPU (user + system) until the hub
  *   acknowledged them all, per record shipped;
  * - `--rounds` rounds of appending `--append` records to a model nobody ships, then to one the uplink
- *   ships (alternating, so load changes hit both), each appended model drained before the next round.
+ *   ships (alternating, so load changes hit both), each appended model drained before the next round;
+ *   how much of it the hub had acknowledged when the append ended.
  * `--hub fake` acknowledges every message on the next turn instead of a 3-node nats-server cluster: the
  * shipper's own work without the NATS client's.
  * Usage: node dist-bench/bench/uplink-cpu.js [--hub nats|fake] [--records 300000] [--append 1000000] [--rounds 3]
@@ -123,11 +124,12 @@ async function main(): Promise<void> {
       const offRate = await appendRate(off.log, APPEND);
       const c1 = cpuMs();
       const onRate = await appendRate(on.log, APPEND);
+      const shippedDuring = (uplink.status().models.find((x) => x.uuid === on.uuid)?.nextId ?? 1) - 1;
       await caughtUp(uplink, on.uuid);
       const cpuPerRecordUs = ((cpuMs() - c1) * 1000) / APPEND;
       ratios.push(onRate / offRate);
       console.log(
-        `round ${round + 1}: off ${Math.round(offRate)} rec/s, on ${Math.round(onRate)} rec/s, ratio ${(onRate / offRate).toFixed(2)}, CPU append+ship ${cpuPerRecordUs.toFixed(3)} µs/record`,
+        `round ${round + 1}: off ${Math.round(offRate)} rec/s, on ${Math.round(onRate)} rec/s, ratio ${(onRate / offRate).toFixed(2)}, CPU append+ship ${cpuPerRecordUs.toFixed(3)} µs/record, shipped during the append ${Math.round((100 * shippedDuring) / APPEND)}%`,
       );
     }
     console.log(`median ratio ${median(ratios).toFixed(2)}`);

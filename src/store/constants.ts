@@ -45,6 +45,8 @@ export const SEGMENT_HEADER_BYTES = 32;
 export const LATEST_PROJECTIONS_MAX = 64;
 /** Records decoded per chunk by the export iterator. */
 export const ITERATE_CHUNK_RECORDS = 1000;
+/** Records one read of lines (ModelLog.lines) prints: the uplink's largest batch. */
+export const LINES_RECORDS_MAX = 1000;
 export const MODEL_FIELDS_MAX = 1024;
 
 export const RETENTION_NONE: RetentionLimits = Object.freeze({ maxRecords: 0, maxBytes: 0, maxAgeMs: 0 });

@@ -9,11 +9,12 @@ import { HeldSegments, bytesOf, decodeValues, fitRange, planParts, projection, r
 import type { LostFn, Part, Projection } from './reader.js';
 import { JsonOut } from './json-out.js';
 import { RecordJson, type Stamp } from './record-json.js';
+import { LinePrinter, type KeptFrames, type LineFormat, type RecordLines } from './record-lines.js';
 import { idRangeOf, type IdRange, type TimeRange } from './time-index.js';
 import type { FieldLayout } from './field-layout.js';
 import type { FileIo } from './file-io.js';
 import type { ExportRange, PageJson, PageQuery, PageResult, RecordView } from './types.js';
-import { ITERATE_CHUNK_RECORDS, LATEST_PROJECTIONS_MAX, MIB, PAGE_BYTES_MAX } from './constants.js';
+import { ITERATE_CHUNK_RECORDS, LATEST_PROJECTIONS_MAX, LINES_RECORDS_MAX, MIB, PAGE_BYTES_MAX } from './constants.js';
 import { InvalidArgumentError } from '../errors.js';
 
 export interface ReadContext {
@@ -96,27 +97,7 @@ export async function readPageJson(cx: ReadContext, g: Generation, q: PageQuery,
   const printer = printerOf(cx.layout, q);
   const plan = await planPage(cx, g, q, current);
   if (plan === undefined) return undefined;
-  const bufs: Buffer[] = [];
-  const offs: number[] = [];
-  const lens: number[] = [];
-  let frameBytes = 0;
-  await readPlannedFrames(
-    cx.io,
-    g.buffer,
-    plan.parts,
-    (buf, off, bytes, _id, again) => {
-      if (again) {
-        frameBytes -= lens.pop()!;
-        bufs.pop();
-        offs.pop();
-      }
-      bufs.push(buf);
-      offs.push(off);
-      lens.push(bytes);
-      frameBytes += bytes;
-    },
-    cx.lost,
-  );
+  const { bufs, offs, lens, frameBytes } = await readKeptFrames(cx, g, plan.parts);
   const n = bufs.length;
   const out = new JsonOut(2 * frameBytes + n * printer.keyBytes + 2);
   out.ascii('[');
@@ -127,6 +108,55 @@ export async function readPageJson(cx: ReadContext, g: Generation, q: PageQuery,
   }
   out.ascii(']');
   return { total: plan.total, json: out.buf.subarray(0, out.pos) };
+}
+
+/** The frames of a plan, newest version of each id, in id order (readPlanned without making records of them). */
+async function readKeptFrames(cx: ReadContext, g: Generation, parts: readonly Part[]): Promise<KeptFrames> {
+  const kept: KeptFrames = { bufs: [], offs: [], lens: [], frameBytes: 0 };
+  await readPlannedFrames(
+    cx.io,
+    g.buffer,
+    parts,
+    (buf, off, bytes, _id, again) => {
+      if (again) {
+        kept.frameBytes -= kept.lens.pop()!;
+        kept.bufs.pop();
+        kept.offs.pop();
+      }
+      kept.bufs.push(buf);
+      kept.offs.push(off);
+      kept.lens.push(bytes);
+      kept.frameBytes += bytes;
+    },
+    cx.lost,
+  );
+  return kept;
+}
+
+/** The printer of each line format (the uplink keeps one per generation it ships), for the layout it was made under. */
+const linePrinters = new WeakMap<LineFormat, LinePrinter>();
+
+/**
+ * The records fromId..toId as lines of `format` (record-lines.ts), printed from the frames read, with no
+ * RecordView in between. Ids retention removed are only ever missing at the start (one plan, made in this
+ * turn, holds its files to the end); ids lost to corruption are missing and reported. A read stops after
+ * LINES_RECORDS_MAX ids or PAGE_BYTES_MAX stored bytes (at least one id is read): `throughId` says where.
+ */
+export async function readLines(cx: ReadContext, g: Generation, fromId: number, toId: number, format: LineFormat): Promise<RecordLines> {
+  if (!Number.isSafeInteger(fromId) || !Number.isSafeInteger(toId) || fromId < 1) {
+    throw new InvalidArgumentError(`lines: ids must be integers >= 1, got ${fromId}..${toId}`);
+  }
+  let printer = linePrinters.get(format);
+  if (printer === undefined || printer.layout !== cx.layout) {
+    printer = new LinePrinter(cx.layout, format);
+    linePrinters.set(format, printer);
+  }
+  const a = Math.max(fromId, g.segments[0].firstId);
+  const end = Math.min(toId, newestRecordId(g.segments));
+  if (a > end) return printer.print({ bufs: [], offs: [], lens: [], frameBytes: 0 }, toId);
+  const hi = fitRange(g.segments, a, Math.min(end, a + LINES_RECORDS_MAX - 1), PAGE_BYTES_MAX);
+  const frames = await readKeptFrames(cx, g, planParts(g.segments, a, hi));
+  return printer.print(frames, hi < end ? hi : toId);
 }
 
 /** The newest record, from memory: each projection is made once per record (the HMI polls it). */

@@ -13,7 +13,8 @@ import { LatencyHistogram } from './latency.js';
 import { addLostRange, createModelDirSync, openModelDirSync } from './recovery.js';
 import { HeldSegments } from './reader.js';
 import { Compactor } from './compactor.js';
-import { type ReadContext, idRangeOfTime, iterateRecords, latestOf, readPage, readPageJson } from './log-reads.js';
+import { type ReadContext, idRangeOfTime, iterateRecords, latestOf, readLines, readPage, readPageJson } from './log-reads.js';
+import type { LineFormat, RecordLines } from './record-lines.js';
 import type { Stamp } from './record-json.js';
 import type { RetentionFloor } from './retention.js';
 import { LogRetention } from './log-retention.js';
@@ -269,6 +270,15 @@ export class ModelLog {
   async pageJson(q: PageQuery, stamp: Stamp): Promise<PageJson> {
     const g = this.gen;
     return (await readPageJson(this.reads, g, q, stamp, () => this.gen === g)) ?? this.pageJson(q, stamp);
+  }
+
+  /**
+   * The records fromId..toId as lines of `format`, printed from the stored bytes (record-lines.ts): the
+   * fleet uplink's message bodies. Ids retention removed are only ever missing at the start; a read
+   * stops after a page's worth of records or bytes (`throughId` says where).
+   */
+  lines(fromId: number, toId: number, format: LineFormat): Promise<RecordLines> {
+    return readLines(this.reads, this.gen, fromId, toId, format);
   }
 
   /** The ids of the records whose create_at lies in [fromMs, toMs): a binary search (time-index.ts), never a scan. */

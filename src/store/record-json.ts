@@ -84,7 +84,7 @@ const LITERAL_FALSE = Buffer.from('false');
  * array index (listed first) or `__proto__` (sets the prototype). Registry names cannot be either, the
  * store's own field names could.
  */
-function plainKey(name: string): boolean {
+export function plainKey(name: string): boolean {
   return name !== '__proto__' && !/^(0|[1-9][0-9]*)$/.test(name);
 }
 
@@ -101,8 +101,7 @@ export class RecordJson {
   readonly keyBytes: number;
   private stampText = '';
   private stampJson: Buffer = Buffer.from('""');
-  /** Where each stored value of the record being printed starts. */
-  private starts = new Int32Array(16);
+  private readonly values = new ValueStarts();
 
   constructor(private readonly p: Projection) {
     let first = true;
@@ -143,28 +142,9 @@ export class RecordJson {
 
   /** false when the record holds a value only the reference path prints exactly (out is then rewound). */
   private tryWrite(out: JsonOut, b: Buffer, off: number, end: number, stamp: Stamp): boolean {
-    let at = off + FRAME_HEADER_BYTES;
-    const t = b[at];
-    let count: number;
-    if (t >= 0x90 && t <= 0x9f) {
-      count = t - 0x90;
-      at += 1;
-    } else if (t === 0xdc && at + 2 < end) {
-      count = u16(b, at + 1);
-      at += 3;
-    } else if (t === 0xdd && at + 4 < end) {
-      count = u32be(b, at + 1);
-      at += 5;
-    } else return false;
-    if (count > end - at) return false;
-    if (this.starts.length < count) this.starts = new Int32Array(count);
-    const starts = this.starts;
-    for (let k = 0; k < count; k++) {
-      const n = valueBytes(b, at, end);
-      if (n < 0) return false;
-      starts[k] = at;
-      at += n;
-    }
+    const count = this.values.find(b, off, end);
+    if (count < 0) return false;
+    const starts = this.values.at;
     if (this.idKey !== undefined) {
       out.bytes(this.idKey, 0, this.idKey.length);
       out.uint(frameId(b, off));
@@ -189,8 +169,40 @@ export class RecordJson {
   }
 }
 
+/** Where each value of a frame's value array starts, found without decoding them (msgpack-items.ts). */
+export class ValueStarts {
+  at = new Int32Array(16);
+
+  /** The count of values of the frame `off..end`; -1 when its payload holds a type only the decoder reads. */
+  find(b: Buffer, off: number, end: number): number {
+    let at = off + FRAME_HEADER_BYTES;
+    const t = b[at];
+    let count: number;
+    if (t >= 0x90 && t <= 0x9f) {
+      count = t - 0x90;
+      at += 1;
+    } else if (t === 0xdc && at + 2 < end) {
+      count = u16(b, at + 1);
+      at += 3;
+    } else if (t === 0xdd && at + 4 < end) {
+      count = u32be(b, at + 1);
+      at += 5;
+    } else return -1;
+    if (count > end - at) return -1;
+    if (this.at.length < count) this.at = new Int32Array(count);
+    const starts = this.at;
+    for (let k = 0; k < count; k++) {
+      const n = valueBytes(b, at, end);
+      if (n < 0) return -1;
+      starts[k] = at;
+      at += n;
+    }
+    return count;
+  }
+}
+
 /** Prints the msgpack value at `at` (one valueBytes accepted); false when only the decoder can tell its text. */
-function writeValue(out: JsonOut, b: Buffer, at: number): boolean {
+export function writeValue(out: JsonOut, b: Buffer, at: number): boolean {
   const t = b[at];
   if (t < 0x80) out.uint(t);
   else if (t >= 0xe0) out.int(t - 0x100);

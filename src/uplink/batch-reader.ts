@@ -1,19 +1,17 @@
 /**
- * Reads one model's durable records from a position in id order (paged-read.ts; no copy: the log is the buffer) and
- * cuts them into batches at boundaries that depend on the records only (batching.ts). Records read and
- * not yet in a batch are kept with their NDJSON lines (line-buffer.ts): the newest batch, cut again while
- * its slot may still get records, is neither read nor rendered twice.
+ * Reads one model's durable records from a position in id order, as the NDJSON lines the store prints from
+ * the stored bytes (ModelLog.lines; no copy: the log is the buffer), and cuts them into batches at
+ * boundaries that depend on the records only (batching.ts). Lines read and not yet in a batch are kept
+ * (line-buffer.ts): the newest batch, cut again while its slot may still get records, is not read twice.
  */
 import type { ModelLog } from '../store/model-log.js';
-import type { RecordView } from '../store/types.js';
 import type { OutgoingBatch } from './ack-window.js';
 import { BATCH_RECORDS_MAX, cutBatch, slotEndMs } from './batching.js';
 import type { DurableWatermark } from './durable-watermark.js';
 import { LineBuffer } from './line-buffer.js';
 import { batchMessage, gapMessage, type ShippedModel } from './message.js';
-import { PagedRead } from './paged-read.js';
 
-export type ReadLog = Pick<ModelLog, 'page' | 'iterate' | 'generation' | 'idRange'>;
+export type ReadLog = Pick<ModelLog, 'lines' | 'generation' | 'idRange'>;
 
 export interface BatchReaderOptions {
   prefix: string;
@@ -28,21 +26,17 @@ export type NextBatch = { batch: OutgoingBatch } | { notBeforeMs: number };
 
 export class BatchReader {
   private pos: number;
-  /** Records pos..aheadEnd read from the log and not yet in a batch (a batch may need more than one read). */
-  private ahead: RecordView[] = [];
+  /** The lines of the records pos..aheadEnd read and not yet in a batch (a batch may need more than one read). */
+  private ahead: LineBuffer | undefined;
   private aheadEnd = 0;
   /** Bumped whenever `ahead` must be dropped (update-last of an id in it, resend, clear): a read under way then is void. */
   private aheadEpoch = 0;
-  /** The NDJSON lines of the first records of `ahead`, written once even when the newest batch is cut again. */
-  private lines: LineBuffer | undefined;
-  private readonly pages: PagedRead;
 
   constructor(
     private readonly o: BatchReaderOptions,
     readPos: number,
   ) {
     this.pos = readPos;
-    this.pages = new PagedRead(o.log);
   }
 
   /** The first id not yet in a batch. */
@@ -52,7 +46,7 @@ export class BatchReader {
 
   /** When the oldest record read and not yet in a batch was saved. */
   get aheadCreateAtMs(): number | undefined {
-    return this.ahead[0]?.create_at;
+    return this.ahead?.createAtMs[0];
   }
 
   /** Reading starts over at `id` (resend, new generation): what was read ahead is dropped. */
@@ -64,7 +58,7 @@ export class BatchReader {
   /** A record changed (update-last): true if it is in no batch yet; read already, it is read again for the newer value. */
   superseded(id: number): boolean {
     if (id < this.pos) return false;
-    if (id <= Math.max(this.aheadEnd, this.pages.readEnd)) this.dropAhead();
+    if (id <= this.aheadEnd) this.dropAhead();
     return true;
   }
 
@@ -74,44 +68,42 @@ export class BatchReader {
    */
   async next(): Promise<NextBatch | undefined> {
     const { log, durable } = this.o;
-    const generation = this.o.shipped().generation;
+    const shipped = this.o.shipped();
+    const ahead = this.aheadFor(shipped);
     const lo = this.pos;
     const want = Math.min(durable.upToId, lo + BATCH_RECORDS_MAX - 1);
-    if (this.ahead.length === 0) this.aheadEnd = lo - 1;
+    if (ahead.count === 0) this.aheadEnd = lo - 1;
     if (this.aheadEnd < want) {
       const epoch = this.aheadEpoch;
       const from = this.aheadEnd + 1;
       this.aheadEnd = want; // an update-last of an id in from..want from now on voids this read
-      const { records: read, throughId } = await this.pages.read(from, want);
-      if (log.generation !== generation || epoch !== this.aheadEpoch) return undefined;
-      this.aheadEnd = throughId;
+      const read = await log.lines(from, want, ahead.format);
+      if (log.generation !== shipped.generation || epoch !== this.aheadEpoch) return undefined;
+      this.aheadEnd = read.throughId;
       if (log.idRange().firstId > from) {
         // Retention removed records at the head (backlog_max_bytes): the gap starts at lo, read from there.
-        const gap = from === lo ? this.gapFrom(lo, read[0]?.id ?? want + 1) : undefined;
+        const gap = from === lo ? this.gapFrom(lo, read.ids[0] ?? want + 1) : undefined;
         if (gap !== undefined || from !== lo) {
           this.dropAhead();
           return gap === undefined ? undefined : { batch: gap };
         }
       }
-      for (const r of read) this.ahead.push(r);
+      ahead.append(read);
     }
-    const shipped = this.o.shipped();
-    const lines = this.lineBuffer(shipped);
-    const cut = cutBatch(lo, this.ahead, this.aheadEnd, (r, i) => lines.lengthOf(r, i));
+    const cut = cutBatch(lo, ahead, this.aheadEnd);
     if (cut.open && cut.count > 0) {
       // Became durable while reading: read those too before deciding where the newest batch ends.
       if (this.aheadEnd < Math.min(durable.upToId, lo + BATCH_RECORDS_MAX - 1)) return undefined;
-      const closesAtMs = slotEndMs(this.ahead[cut.count - 1].create_at as number);
+      const closesAtMs = slotEndMs(ahead.createAtMs[cut.count - 1]);
       if (durable.asOfMs < closesAtMs) return { notBeforeMs: closesAtMs };
     }
-    const firstCreateAtMs = this.ahead[0]?.create_at;
-    this.ahead = cut.count === this.ahead.length ? [] : this.ahead.slice(cut.count);
+    const firstCreateAtMs = ahead.createAtMs[0];
     this.pos = cut.lastId + 1;
     if (cut.count === 0) {
       // Every id of the range was lost to corruption (recovery reported it): nothing to send.
       return { batch: { firstId: lo, lastId: cut.lastId, records: 0, lost: 0, firstCreateAtMs: undefined, message: undefined } };
     }
-    const message = batchMessage(this.o.prefix, shipped, lo, cut.lastId, lines.take(cut.count), cut.count);
+    const message = batchMessage(this.o.prefix, shipped, lo, cut.lastId, ahead.take(cut.count), cut.count);
     return { batch: { firstId: lo, lastId: cut.lastId, records: cut.count, lost: 0, firstCreateAtMs, message } };
   }
 
@@ -125,15 +117,16 @@ export class BatchReader {
   }
 
   /** One per generation: the envelope is part of every line. */
-  private lineBuffer(shipped: ShippedModel): LineBuffer {
-    if (this.lines?.shipped.generation !== shipped.generation) this.lines = new LineBuffer(shipped);
-    return this.lines;
+  private aheadFor(shipped: ShippedModel): LineBuffer {
+    if (this.ahead?.shipped.generation !== shipped.generation) {
+      this.ahead = new LineBuffer(shipped);
+      this.aheadEnd = this.pos - 1;
+    }
+    return this.ahead;
   }
 
   private dropAhead(): void {
-    this.ahead = [];
-    this.lines?.clear();
-    this.pages.drop();
+    this.ahead?.clear();
     this.aheadEnd = this.pos - 1;
     this.aheadEpoch++;
   }

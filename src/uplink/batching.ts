@@ -10,7 +10,6 @@
  * clock keeps it monotonic), so a slot that has ended gets no more records: the newest batch is sent
  * once its slot is over and everything saved until then is durable.
  */
-import type { RecordView } from '../store/types.js';
 
 export const BATCH_RECORDS_MAX = 1000;
 export const BATCH_BYTES_MAX = 256 * 1024;
@@ -34,24 +33,29 @@ export interface Cut {
   open: boolean;
 }
 
-/**
- * Cuts the batch starting at `lo` from `ahead` (the records lo..aheadEnd in id order); `lineLength` is
- * the length of record `index`'s NDJSON line as a string (asked in index order, up to the cut).
- */
-export function cutBatch(lo: number, ahead: readonly RecordView[], aheadEnd: number, lineLength: (r: RecordView, index: number) => number): Cut {
+/** The records read ahead, in id order (ids lost to corruption have none): what the cut looks at. */
+export interface AheadLines {
+  readonly ids: readonly number[];
+  readonly createAtMs: readonly number[];
+  /** The length of each record's NDJSON line as a string. */
+  readonly chars: readonly number[];
+}
+
+/** Cuts the batch starting at `lo` from `ahead` (the records lo..aheadEnd). */
+export function cutBatch(lo: number, ahead: AheadLines, aheadEnd: number): Cut {
   const idMax = lo + BATCH_RECORDS_MAX - 1;
+  const { ids, createAtMs, chars } = ahead;
   let bytes = 0;
   let slot: number | undefined;
-  for (let i = 0; i < ahead.length; i++) {
-    const r = ahead[i];
-    const id = r.id as number;
+  for (let i = 0; i < ids.length; i++) {
+    const id = ids[i];
     if (id > idMax) return { lastId: idMax, count: i, open: false };
-    const s = slotOf(r.create_at as number);
+    const s = slotOf(createAtMs[i]);
     if (slot !== undefined && s !== slot) return { lastId: id - 1, count: i, open: false };
     slot = s;
-    bytes += lineLength(r, i) + 1;
+    bytes += chars[i] + 1;
     if (bytes >= BATCH_BYTES_MAX) return { lastId: id, count: i + 1, open: false };
   }
-  if (aheadEnd >= idMax) return { lastId: idMax, count: ahead.length, open: false };
-  return { lastId: aheadEnd, count: ahead.length, open: true };
+  if (aheadEnd >= idMax) return { lastId: idMax, count: ids.length, open: false };
+  return { lastId: aheadEnd, count: ids.length, open: true };
 }

@@ -8,6 +8,7 @@
  * id, so the hub's dedup window never swallows the newer value.
  */
 import { createHash } from 'node:crypto';
+import type { LineFormat } from '../store/record-lines.js';
 
 export interface ShippedModel {
   gateway: string;
@@ -36,8 +37,17 @@ export function gapSubject(prefix: string, gateway: string, model: string): stri
   return `${dataSubject(prefix, gateway, model)}.gap`;
 }
 
-/** Keys of the envelope: an attribute named like one is not sent (line-buffer.ts writes the lines). */
-export const ENVELOPE_KEYS = new Set(['gateway', 'model', 'generation', 'id', 'create_at', 'create_at_ms']);
+/** Keys of the envelope: an attribute named like one is not sent. */
+export const ENVELOPE_KEYS: ReadonlySet<string> = new Set(['gateway', 'model', 'generation', 'id', 'create_at', 'create_at_ms']);
+
+/** A record's line, as the store prints it from the stored bytes (ModelLog.lines, record-lines.ts). */
+export function lineFormat(m: ShippedModel): LineFormat {
+  return {
+    head: `{"gateway":${JSON.stringify(m.gateway)},"model":${JSON.stringify(m.model)},"generation":${JSON.stringify(m.generation)},"id":`,
+    createAtKey: ',"create_at_ms":',
+    omit: ENVELOPE_KEYS,
+  };
+}
 
 function digest(body: Buffer): string {
   return createHash('sha1').update(body).digest('hex').slice(0, 16);

@@ -21,7 +21,7 @@ import { Sleeper } from './sleeper.js';
 
 export const POLL_MS = 20;
 
-export type ShippedLog = Pick<ModelLog, 'page' | 'iterate' | 'durable' | 'generation' | 'idRange' | 'onSupersede' | 'durability' | 'checkpoint'>;
+export type ShippedLog = Pick<ModelLog, 'lines' | 'durable' | 'generation' | 'idRange' | 'onSupersede' | 'durability' | 'checkpoint'>;
 
 export interface ShipperOptions {
   prefix: string;

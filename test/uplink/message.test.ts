@@ -1,12 +1,31 @@
 /**
- * The wire format's hot path (line-buffer.ts) prints exactly what JSON.stringify of the envelope and the
- * attributes would, in UTF-8, and counts each line's length as that string's, and the batch boundaries (batching.ts) depend on the batch's first
- * id and the records only, never on how much was read at once.
+ * The lines the store prints for the uplink (ModelLog.lines in lineFormat, kept by line-buffer.ts) are
+ * exactly what JSON.stringify of the envelope and the attributes would print, in UTF-8, with each line's
+ * length as that string's; the batch boundaries (batching.ts) depend on the batch's first id and the
+ * records only, never on how much was read at once.
  */
-import { describe, expect, it } from 'vitest';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Store } from '../../src/store/store.js';
+import { storeOptions } from '../../src/store/constants.js';
 import { LineBuffer } from '../../src/uplink/line-buffer.js';
-import { BATCH_BYTES_MAX, BATCH_RECORDS_MAX, SLOT_MS, cutBatch } from '../../src/uplink/batching.js';
+import { BATCH_BYTES_MAX, BATCH_RECORDS_MAX, SLOT_MS, cutBatch, type AheadLines } from '../../src/uplink/batching.js';
 import type { RecordView } from '../../src/store/types.js';
+
+let dir: string;
+let store: Store;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'uplink-message-'));
+  store = await Store.open(storeOptions({ rootDir: dir, durability: 'none', syncIntervalMs: 100 }));
+});
+
+afterAll(async () => {
+  await store.close();
+  await rm(dir, { recursive: true, force: true });
+});
 
 const m = { gateway: 'gw-1', model: 'SCHEMA1', generation: 'ab"cd' };
 
@@ -17,31 +36,32 @@ function reference(r: RecordView): string {
 }
 
 describe('record lines', () => {
-  it('equal JSON.stringify of the envelope and the attributes, for every kind of value', () => {
-    const lines = new LineBuffer(m);
-    const records: RecordView[] = [
-      { id: 1, create_at: 1700000000000, temp: 21.5, n: -0, big: 1e21, small: 5e-7, ok: true, off: false, none: null },
-      { id: 2, create_at: 1700000000001, text: 'quote " backslash \\ newline \n tab \t é 😀 \u2028', nan: Number.NaN, inf: Number.POSITIVE_INFINITY },
-      { id: 3, create_at: 1700000000002, geo: { lat: 1.5, lng: -2 }, list: [1, 'a', null], gone: undefined, 'we"ird key': 1 },
-      { id: 4, create_at: 1700000000003, gateway: 'spoofed', model: 'x', generation: 'y', create_at_ms: 5, value: 7 },
-      { id: 5, create_at: 1700000000004, text: `${'ü'.repeat(100)} lone \ud800 surrogate`, long: 'y'.repeat(600_000) },
-      { id: 6, create_at: 1700000000005, temp: 21.5, 'we"ird key': 2, ok: false },
+  it('equal JSON.stringify of the envelope and the attributes, for every kind of value; a batch body is the first lines joined', async () => {
+    const log = await store.openModel('kinds', { fields: ['temp', 'n', 'text', 'ok', 'none', 'geo', 'we"ird key', 'gateway', 'create_at_ms'] });
+    const rows: Array<Record<string, unknown>> = [
+      { temp: 21.5, n: -0, text: 'plain', ok: true, none: null, geo: 1e21 },
+      { temp: 5e-7, n: Number.NaN, text: 'quote " backslash \\ newline \n tab \t é 😀 \u2028', ok: false, geo: Number.POSITIVE_INFINITY },
+      { temp: 1, n: 2, text: 'x', geo: { lat: 1.5, lng: -2 }, 'we"ird key': [1, 'a', null] },
+      { temp: 7, gateway: 'spoofed', create_at_ms: 5 },
+      { text: `${'ü'.repeat(100)} lone \ud800 surrogate`, geo: 'y'.repeat(600_000) },
     ];
-    // One line at a time, then all at once: the body is the lines joined by '\n'.
-    for (const r of records) {
-      expect(lines.lengthOf(r, 0)).toBe(reference(r).length);
-      const line = lines.take(1).toString('utf8');
-      expect(line).toBe(reference(r));
-      expect(() => JSON.parse(line) as unknown).not.toThrow();
-    }
-    records.forEach((r, i) => lines.lengthOf(r, i));
-    expect(lines.take(2).toString('utf8')).toBe(records.slice(0, 2).map(reference).join('\n'));
-    expect(lines.take(records.length - 2).toString('utf8')).toBe(records.slice(2).map(reference).join('\n'));
-    expect(lines.count).toBe(0);
+    for (const r of rows) log.save(r);
+    const lines = new LineBuffer(m);
+    const expected = (await log.page({ current: 1, size: 10, order: 'asc' })).records.map(reference);
+    lines.append(await log.lines(1, 3, lines.format));
+    expect(lines.ids).toEqual([1, 2, 3]);
+    expect(lines.take(2).toString('utf8')).toBe(expected.slice(0, 2).join('\n'));
+    // A read continues the lines held.
+    lines.append(await log.lines(4, rows.length, lines.format));
+    expect(lines.ids).toEqual([3, 4, 5]);
+    expect(lines.chars).toEqual(expected.slice(2).map((l) => l.length));
+    expect(lines.take(3).toString('utf8')).toBe(expected.slice(2).join('\n'));
+    for (const line of expected) expect(() => JSON.parse(line) as unknown).not.toThrow();
   });
 
-  it('print every number as JSON.stringify does (integers and short decimals are printed without String)', () => {
-    const lines = new LineBuffer(m);
+  it('print every number as JSON.stringify does', async () => {
+    const keys = Array.from({ length: 50 }, (_, k) => `v${k}`);
+    const log = await store.openModel('numbers', { fields: keys });
     let seed = 14;
     const random = (): number => {
       seed = (seed * 1103515245 + 12345) % 2 ** 31;
@@ -56,11 +76,13 @@ describe('record lines', () => {
       values.push(sign * (Math.floor(random() * magnitude * 10 ** digits) / 10 ** digits));
       values.push(sign * random() * magnitude);
     }
-    for (let i = 0; i < values.length; i += 50) {
-      const r: RecordView = { id: i + 1, create_at: 1764227000000 + i };
-      values.slice(i, i + 50).forEach((v, k) => (r[`v${k}`] = v));
-      expect(lines.lengthOf(r, 0)).toBe(reference(r).length);
-      expect(lines.take(1).toString('utf8')).toBe(reference(r));
+    for (let i = 0; i < values.length; i += 50) log.save(Object.fromEntries(values.slice(i, i + 50).map((v, k) => [keys[k], v])));
+    const lines = new LineBuffer(m);
+    for (let from = 1; from <= log.idRange().lastId; from += 500) {
+      const expected = (await log.page({ current: (from - 1) / 500 + 1, size: 500, order: 'asc' })).records.map(reference);
+      lines.append(await log.lines(from, from + 499, lines.format));
+      expect(lines.chars).toEqual(expected.map((l) => l.length));
+      expect(lines.take(expected.length).toString('utf8')).toBe(expected.join('\n'));
     }
   });
 });
@@ -69,6 +91,10 @@ function records(from: number, to: number, createAt: (id: number) => number): Re
   const out: RecordView[] = [];
   for (let id = from; id <= to; id++) out.push({ id, create_at: createAt(id), v: id });
   return out;
+}
+
+function aheadOf(records: RecordView[]): AheadLines {
+  return { ids: records.map((r) => r.id as number), createAtMs: records.map((r) => r.create_at as number), chars: records.map((r) => JSON.stringify(r).length) };
 }
 
 /** Every batch from `lo` on, reading `readSize` ids at a time as the shipper does. */
@@ -81,7 +107,7 @@ function batches(all: RecordView[], lo: number, readSize: number): Array<[number
     const want = Math.min(last, lo + BATCH_RECORDS_MAX - 1, aheadEnd + readSize);
     ahead = ahead.concat(all.filter((r) => (r.id as number) > aheadEnd && (r.id as number) <= want));
     aheadEnd = want;
-    const cut = cutBatch(lo, ahead, aheadEnd, (r) => JSON.stringify(r).length);
+    const cut = cutBatch(lo, aheadOf(ahead), aheadEnd);
     if (cut.open && aheadEnd < last) continue; // more to read before the batch can close
     out.push([lo, cut.lastId]);
     ahead = ahead.slice(cut.count);
