@@ -7,12 +7,10 @@ import { InvalidArgumentError } from '../errors.js';
 import type { Attribute, DataModel } from '../models/types.js';
 import { AGGREGATE_BUCKETS_MAX } from '../store/aggregate.js';
 import type { FieldStats } from '../store/stats-table.js';
-import type { RecordView } from '../store/types.js';
-import type { LogView, RegistryView } from './deps.js';
-import { ENVELOPE_HEADERS, latestJson } from './latest-answer.js';
+import type { RegistryView } from './deps.js';
+import { batchReply, keep, keptBatch } from './batch-answers.js';
 import { badParameter, listParam, quote, required, selectFields, type QueryParams } from './params.js';
 import { publishedModel } from './query-routes.js';
-import { RawReply } from './reply.js';
 import type { Guard, Router } from './router.js';
 import { instant, intervalMs } from './time-params.js';
 
@@ -23,55 +21,6 @@ const NUMERIC_TYPES = new Set(['INTEGER', 'FLOAT']);
 /** A bucket's own keys: an attribute of the same name would overwrite them. */
 const BUCKET_KEYS = new Set(['start', 'count']);
 export const BATCH_MODELS_MAX = 100;
-
-/** A batch answer kept for the query string that asked it, with what it was made from. */
-interface KeptBatch {
-  /** registry.models when it was made: the same array means no model was changed, unpublished or removed. */
-  models: readonly DataModel[];
-  /** The models' ids as the answer spells them, and per model its log, select and latest view. */
-  uuids: string[];
-  logs: LogView[];
-  selects: Array<string[] | undefined>;
-  records: Array<RecordView | undefined>;
-  reply: RawReply;
-}
-
-/**
- * Whole answers of recent batch calls, by their exact query string, with the ids they resolved: a page of
- * tiles polled faster than its models change costs a lookup and a check per model, and one polled while
- * they change a new body from the records' kept JSON. Keyed by the query string rather than by the parsed
- * ids: splitting, trimming and looking up 100 ids was most of a call (about 1 µs an id).
- */
-const batchAnswers = new Map<string, KeptBatch>();
-const BATCH_ANSWERS_MAX = 64;
-
-/**
- * The answer to a query asked before while its models are the same: the kept one while every log hands out
- * the same latest views, else one rebuilt from the new views, without parsing and resolving the ids again.
- */
-function keptBatch(rawQuery: string, registry: RegistryView): RawReply | undefined {
-  const kept = batchAnswers.get(rawQuery);
-  if (kept === undefined || kept.models !== registry.models) return undefined;
-  const { logs, selects, records } = kept;
-  let changed = false;
-  for (let i = 0; i < logs.length; i++) {
-    const record = logs[i].latest(selects[i]);
-    if (record !== records[i]) {
-      records[i] = record;
-      changed = true;
-    }
-  }
-  if (changed) kept.reply = batchReply(kept.uuids, records);
-  return kept.reply;
-}
-
-function batchReply(uuids: readonly string[], records: ReadonlyArray<RecordView | undefined>): RawReply {
-  const parts = uuids.map((uuid, i) => {
-    const record = records[i];
-    return `${JSON.stringify(uuid)}:${record === undefined ? '{}' : latestJson(record)}`;
-  });
-  return new RawReply(200, ENVELOPE_HEADERS, Buffer.from(`{"code":200,"msg":"Success","data":{${parts.join(',')}}}`));
-}
 
 function functions(query: QueryParams): AggregateFunction[] {
   const names = listParam(query, 'fn').map((f) => f.toLowerCase());
@@ -163,8 +112,7 @@ export function addHmiRoutes(router: Router, registry: RegistryView, dataSecret:
       const records = logs.map((log, i) => log.latest(selects[i]));
       const ids = published.map((model) => model.uuid);
       const reply = batchReply(ids, records);
-      if (batchAnswers.size >= BATCH_ANSWERS_MAX) batchAnswers.delete(batchAnswers.keys().next().value as string);
-      batchAnswers.set(ctx.rawQuery, { models, uuids: ids, logs, selects, records, reply });
+      keep(ctx.rawQuery, { models, uuids: ids, logs, selects, records, reply });
       return reply;
     });
   });

@@ -4,6 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { checkRecord } from '../../src/models/record-check.js';
+import { BATCH_ANSWERS_BYTES_MAX, keptBatchStats } from '../../src/http/batch-answers.js';
 import { call, query } from '../support/client.js';
 import { SECRET, startService, type TestService } from '../support/service.js';
 
@@ -240,6 +241,29 @@ describe('queryLastDataBatch (contract 12)', () => {
     const r = await batch(q);
     expect(r.status).toBe(404);
     expect(r.body.msg).toContain(tile);
+  });
+
+  it('keeps answers within a bound of bytes however many different queries ask for large records', async () => {
+    const big = await createModel('big', [{ name: 'note', type: 'STRING' }]);
+    saveAt(big, T0, { note: 'x'.repeat(200_000) });
+    for (let i = 1; i <= 40; i++) {
+      // 40 different query strings, the same models: each answer is a body of about 200 KB.
+      const r = await batch(`uuid=${big}${`&uuid=${main}`.repeat(i)}`);
+      expect(r.status).toBe(200);
+      expect((r.body.data[big] as { note: string }).note).toHaveLength(200_000);
+    }
+    const { bytes, answers } = keptBatchStats();
+    expect(bytes).toBeLessThanOrEqual(BATCH_ANSWERS_BYTES_MAX);
+    expect(answers).toBeGreaterThan(5);
+    // An answer over a quarter of the bound is answered every time and never kept.
+    const big2 = await createModel('big2', [{ name: 'note', type: 'STRING' }]);
+    saveAt(big2, T0, { note: 'z'.repeat(BATCH_ANSWERS_BYTES_MAX / 4 - 200_000) });
+    const before = keptBatchStats();
+    for (let i = 0; i < 2; i++) {
+      const r = await batch(`uuid=${big},${big2}`);
+      expect((r.body.data[big2] as { note: string }).note).toHaveLength(BATCH_ANSWERS_BYTES_MAX / 4 - 200_000);
+      expect(keptBatchStats()).toEqual(before);
+    }
   });
 
   it('an unknown or unpublished model fails the whole call naming it; at most 100 models', async () => {
