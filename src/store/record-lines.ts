@@ -35,6 +35,8 @@ export interface RecordLines {
   chars: number[];
   /** The read covers the ids up to this one: the end of the range asked for, unless a limit of a read ended it before. */
   throughId: number;
+  /** Main-thread time the printing took, for a caller that keeps its share of the thread (the uplink, loop-share.ts). */
+  printMs: number;
 }
 
 /** The frames a read kept, in id order: `lens[k]` bytes at `offs[k]` in `bufs[k]`, CRC-checked. */
@@ -89,9 +91,10 @@ export class LinePrinter {
 
   /** Prints the frames' records as lines; `throughId` is the caller's. */
   print(frames: KeptFrames, throughId: number): RecordLines {
+    const startedMs = performance.now();
     const n = frames.bufs.length;
     const out = new JsonOut(2 * frames.frameBytes + n * this.keyBytes);
-    const lines: RecordLines = { text: out.buf, ids: new Array(n), createAtMs: new Array(n), ends: new Array(n), chars: new Array(n), throughId };
+    const lines: RecordLines = { text: out.buf, ids: new Array(n), createAtMs: new Array(n), ends: new Array(n), chars: new Array(n), throughId, printMs: 0 };
     for (let k = 0; k < n; k++) {
       const buf = frames.bufs[k];
       const off = frames.offs[k];
@@ -102,6 +105,7 @@ export class LinePrinter {
       out.room(1)[out.pos++] = NEWLINE;
     }
     lines.text = out.buf.subarray(0, out.pos);
+    lines.printMs = performance.now() - startedMs;
     return lines;
   }
 

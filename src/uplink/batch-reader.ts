@@ -31,6 +31,8 @@ export class BatchReader {
   private aheadEnd = 0;
   /** Bumped whenever `ahead` must be dropped (update-last of an id in it, resend, clear): a read under way then is void. */
   private aheadEpoch = 0;
+  /** Main-thread ms the last next() spent on a batch it returned: printing, cutting, the message (not its file reads). */
+  busyMs = 0;
 
   constructor(
     private readonly o: BatchReaderOptions,
@@ -67,6 +69,8 @@ export class BatchReader {
    * or more became durable while reading); read again on the next turn.
    */
   async next(): Promise<NextBatch | undefined> {
+    let resumedMs = performance.now();
+    this.busyMs = 0;
     const { log, durable } = this.o;
     const shipped = this.o.shipped();
     const ahead = this.aheadFor(shipped);
@@ -77,7 +81,10 @@ export class BatchReader {
       const epoch = this.aheadEpoch;
       const from = this.aheadEnd + 1;
       this.aheadEnd = want; // an update-last of an id in from..want from now on voids this read
+      this.busyMs += performance.now() - resumedMs;
       const read = await log.lines(from, want, ahead.format);
+      resumedMs = performance.now();
+      this.busyMs += read.printMs;
       if (log.generation !== shipped.generation || epoch !== this.aheadEpoch) return undefined;
       this.aheadEnd = read.throughId;
       if (log.idRange().firstId > from) {
@@ -104,6 +111,7 @@ export class BatchReader {
       return { batch: { firstId: lo, lastId: cut.lastId, records: 0, lost: 0, firstCreateAtMs: undefined, message: undefined } };
     }
     const message = batchMessage(this.o.prefix, shipped, lo, cut.lastId, ahead.take(cut.count), cut.count);
+    this.busyMs += performance.now() - resumedMs;
     return { batch: { firstId: lo, lastId: cut.lastId, records: cut.count, lost: 0, firstCreateAtMs, message } };
   }
 

@@ -13,6 +13,7 @@ import type { ModelLog } from '../store/model-log.js';
 import { AckWindow, type OutgoingBatch } from './ack-window.js';
 import { BatchReader } from './batch-reader.js';
 import type { InflightBudget } from './budget.js';
+import type { LoopShare } from './loop-share.js';
 import type { Cursor } from './cursors.js';
 import { DurableWatermark } from './durable-watermark.js';
 import type { ShippedModel } from './message.js';
@@ -30,6 +31,8 @@ export interface ShipperOptions {
   log: ShippedLog;
   link: Publisher;
   budget: InflightBudget;
+  /** The shippers' share of a saturated main thread (one for all models). */
+  share: LoopShare;
   /** Where a restart resumes; undefined or of another generation: the log's first id. */
   cursor: Cursor | undefined;
   onCursor(cursor: Cursor): void;
@@ -189,7 +192,12 @@ export class Shipper {
     if (!this.o.budget.hasRoom()) return sleeper.sleep(window.isEmpty ? POLL_MS : 1000);
     const next = await reader.next();
     if (next === undefined) return;
-    if ('batch' in next) return this.send(next.batch);
+    if ('batch' in next) {
+      const sendStartMs = performance.now();
+      this.send(next.batch);
+      const pauseMs = this.o.share.pauseAfter(reader.busyMs + performance.now() - sendStartMs);
+      return pauseMs > 0 ? sleeper.pause(pauseMs) : undefined;
+    }
     // The newest batch's slot may still get records: once it is over, ask what is durable since.
     const waitMs = next.notBeforeMs - Date.now();
     if (waitMs > 0) return sleeper.sleep(waitMs);

@@ -1,6 +1,6 @@
 /**
  * How the shipper's loop waits between turns: a sleep that an ack, a failure, a supersede or stop ends
- * early, and a back-off with full jitter that only stop ends early.
+ * early, and a back-off with full jitter and a pause that only stop ends early.
  */
 export const BACKOFF_MIN_MS = 250;
 export const BACKOFF_MAX_MS = 30_000;
@@ -48,8 +48,13 @@ export class Sleeper {
   }
 
   /** Waits the next back-off: only stop() ends it early, so acks and supersedes of other batches cannot shorten it. */
-  async backOff(): Promise<void> {
-    const until = Date.now() + this.nextBackoffMs();
+  backOff(): Promise<void> {
+    return this.pause(this.nextBackoffMs());
+  }
+
+  /** Waits `ms` that only stop() ends early (a back-off, or a yield of the main thread that acks must not cut short). */
+  async pause(ms: number): Promise<void> {
+    const until = Date.now() + ms;
     while (!this.stoppedNow && Date.now() < until) await this.sleep(until - Date.now());
   }
 

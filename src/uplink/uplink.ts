@@ -6,6 +6,7 @@
 import type { Config } from '../config/types.js';
 import type { ModelRegistry } from '../models/registry.js';
 import { InflightBudget } from './budget.js';
+import { LoopShare } from './loop-share.js';
 import { CursorBook } from './cursors.js';
 import type { NatsLink, Publisher } from './nats-link.js';
 import { Shipper, type ShippedLog, type ShipperStatus } from './shipper.js';
@@ -53,6 +54,7 @@ interface Running {
 export class Uplink {
   private readonly shippers = new Map<string, Running>();
   private readonly budget = new InflightBudget();
+  private readonly share = new LoopShare();
   private readonly timers: NodeJS.Timeout[] = [];
   private readonly stopWatching: () => void;
   private closed = false;
@@ -120,6 +122,7 @@ export class Uplink {
       log,
       link: this.link,
       budget: this.budget,
+      share: this.share,
       cursor: this.cursors.get(uuid),
       onCursor: (cursor) => this.cursors.set(uuid, cursor),
       warn: (m) => this.o.log.warn(m),
