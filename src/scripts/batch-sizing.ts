@@ -15,8 +15,8 @@
  * compiler and GC threads, so larger tasks cost less CPU per record. On a slow 2-core EPYC, bench:ingest's
  * server CPU per record (medians of interleaved runs) was 33.1 µs at 2 ms, 31.3 at 3, 28.2 at 4, 27.6 at
  * 8. But RSS at 10,000 records/s (bench:memory, target < 100 MiB) reached 115 and 119 MiB at 6 and 8 ms
- * and 100.1 MiB in one of eight rounds at 4 ms; at 3 ms its max stayed at 95.9-97.1 MiB in all four rounds
- * (2 ms: 97.2-99.3). The limit seems to follow how long a task lives, not how many payloads it carries: 6 ms
+ * and 100.1 MiB in one of eight rounds at 4 ms; at 3 ms its max stayed at 95.9-97.6 MiB in all six rounds
+ * (2 ms: 96.5-99.3). The limit seems to follow how long a task lives, not how many payloads it carries: 6 ms
  * tasks of ~140 sample payloads broke it there, 2 ms tasks of 130-200 do not on a faster machine
  * (docs/performance.md, "Batch size: CPU against memory").
  */
