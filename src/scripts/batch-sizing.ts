@@ -10,10 +10,19 @@
  * which with `--max-semi-space-size=1` is about 2 MB of allocation, 5-10 ms of Lua. At 25 ms a task
  * (1000 sample payloads) promoted ~0.4 MB, and the worker's heap swung between 11 and 25 MB at
  * 10,000 records/s; at 2 ms it stays at 9.5 MB (docs/performance.md, "Memory").
+ *
+ * 3 ms, not more: every task also costs the main thread (piscina, structured clones, timers) and V8's
+ * compiler and GC threads, so larger tasks cost less CPU per record. On a slow 2-core EPYC, bench:ingest's
+ * server CPU per record (medians of interleaved runs) was 33.1 µs at 2 ms, 31.3 at 3, 28.2 at 4, 27.6 at
+ * 8. But RSS at 10,000 records/s (bench:memory, target < 100 MiB) reached 115 and 119 MiB at 6 and 8 ms
+ * and 100.1 MiB in one of eight rounds at 4 ms; at 3 ms its max stayed at 95.9-97.6 MiB in all six rounds
+ * (2 ms: 96.5-99.3). The limit seems to follow how long a task lives, not how many payloads it carries: 6 ms
+ * tasks of ~140 sample payloads broke it there, 2 ms tasks of 130-200 do not on a faster machine
+ * (docs/performance.md, "Batch size: CPU against memory").
  */
 import type { RuleScripts } from './protocol.js';
 
-export const BATCH_TARGET_MS = 2;
+export const BATCH_TARGET_MS = 3;
 export const BATCH_PAYLOADS_MAX = 4096;
 
 /**

@@ -8,10 +8,10 @@ import { BATCH_PAYLOADS_MAX, BATCH_TARGET_MS, batchLimit, BatchSizing } from '..
 const RULES = [{ uuid: 'R1', version: 1, actions: '', success: '', failed: '' }];
 
 describe('batchLimit', () => {
-  it('a task of a fast rule holds about 2 ms of work: the sample rule (~15 µs) gets ~130 payloads, not a whole push of 1000', () => {
-    expect(BATCH_TARGET_MS).toBe(2);
-    expect(batchLimit(0.015, 4096)).toBe(133);
-    expect(batchLimit(0.002, 4096)).toBe(1000);
+  it('a task of a fast rule holds about 3 ms of work: the sample rule (~15 µs) gets ~200 payloads, not a whole push of 1000', () => {
+    expect(BATCH_TARGET_MS).toBe(3);
+    expect(batchLimit(0.015, 4096)).toBe(200);
+    expect(batchLimit(0.003, 4096)).toBe(1000);
   });
 
   it('at least one payload, at most twice the proven batch and the maximum', () => {
@@ -28,6 +28,6 @@ describe('batchLimit', () => {
     sizing.measured(RULES, 1, 0.015);
     expect(sizing.limitFor(RULES)).toBe(2);
     for (let n = 2; n < 1000; n *= 2) sizing.measured(RULES, n, n * 0.015);
-    expect(sizing.limitFor(RULES)).toBe(133);
+    expect(sizing.limitFor(RULES)).toBe(200);
   });
 });
