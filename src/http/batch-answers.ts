@@ -53,7 +53,6 @@ export function keptBatch(rawQuery: string, registry: RegistryView): RawReply | 
   }
   if (!changed) return batch.reply;
   const reply = batchReply(batch.uuids, records);
-  forget(rawQuery);
   keep(rawQuery, { ...batch, reply });
   return reply;
 }

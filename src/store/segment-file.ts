@@ -100,14 +100,7 @@ export class SegmentFile implements SealedFdHolder {
   }
 
   readSync(out: Buffer, at: number, len: number, pos: number): void {
-    const fd = this.acquire();
-    const table = this.fdAt?.table;
-    try {
-      if (table === undefined) readRawSync(fd, out, at, len, pos);
-      else readLogicalSync(fd, table, out, at, len, pos);
-    } finally {
-      this.endUse();
-    }
+    this.useSync((fd, table) => (table === undefined ? readRawSync(fd, out, at, len, pos) : readLogicalSync(fd, table, out, at, len, pos)));
   }
 
   /**
@@ -116,11 +109,14 @@ export class SegmentFile implements SealedFdHolder {
    * not compacted or a chunk is not read so, and the caller reads the bytes instead.
    */
   readColumnsSync(pos: number, len: number, columns: readonly number[], sink: ChunkFrameSink): boolean {
-    if (!this.isCompacted) return false;
+    return this.isCompacted && this.useSync((fd, table) => table !== undefined && readColumnsSync(fd, table, pos, len, columns, sink));
+  }
+
+  /** Runs `fn` with the fd held and the chunk table of the file it is of (undefined for a `.log`). */
+  private useSync<T>(fn: (fd: number, table: ChunkTable | undefined) => T): T {
     const fd = this.acquire();
-    const table = this.fdAt?.table;
     try {
-      return table !== undefined && readColumnsSync(fd, table, pos, len, columns, sink);
+      return fn(fd, this.fdAt?.table);
     } finally {
       this.endUse();
     }

@@ -164,11 +164,17 @@ export async function readLogical(io: FileIo, fd: number, t: ChunkTable, out: Bu
 
 export function readLogicalSync(fd: number, t: ChunkTable, out: Buffer, at: number, len: number, pos: number): void {
   if (len <= 0) return;
+  const { first, last, raw } = readChunksSync(fd, t, pos, len);
+  copyChunks(t, raw, first, last, out, at, len, pos);
+}
+
+/** The chunks holding logical bytes [pos, pos + len) (len > 0), heads and stored bytes, in one read from the first's head. */
+function readChunksSync(fd: number, t: ChunkTable, pos: number, len: number): { first: number; last: number; raw: Buffer } {
   const [first, last] = chunkSpan(t, pos, len);
   const start = t.fileOffsets[first];
   const raw = Buffer.allocUnsafe(t.fileOffsets[last + 1] - start);
   readFullySync(fd, raw, 0, raw.length, start);
-  copyChunks(t, raw, first, last, out, at, len, pos);
+  return { first, last, raw };
 }
 
 function chunkSpan(t: ChunkTable, pos: number, len: number): [number, number] {
@@ -232,12 +238,9 @@ export function chunkBytes(t: ChunkTable, raw: Buffer, k: number, off: number): 
  */
 export function readColumnsSync(fd: number, t: ChunkTable, pos: number, len: number, columns: readonly number[], sink: ChunkFrameSink): boolean {
   if (len <= 0) return true;
-  const [first, last] = chunkSpan(t, pos, len);
-  const start = t.fileOffsets[first];
-  const raw = Buffer.allocUnsafe(t.fileOffsets[last + 1] - start);
-  readFullySync(fd, raw, 0, raw.length, start);
+  const { first, last, raw } = readChunksSync(fd, t, pos, len);
   for (let k = first; k <= last; k++) {
-    const off = t.fileOffsets[k] - start;
+    const off = t.fileOffsets[k] - t.fileOffsets[first];
     const stored = raw[off + 12] === CHUNK_CODEC ? storedChunk(t, raw, k, off) : undefined;
     if (stored === undefined) return false;
     try {
