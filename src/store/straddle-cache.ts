@@ -4,8 +4,8 @@
  * same blocks: the refresh then reads and decodes nothing. A block's records never change once
  * summarised (ids below the newest record are final), so an entry stays valid while its block's last
  * covered id is the same. An entry serves the columns it was decoded for; asking for others decodes the
- * block again and the entry keeps both decodings (parts). One cache for the process, bounded in blocks,
- * least recently used first out.
+ * block again and the entry keeps both decodings (parts). One cache for the process, bounded in blocks
+ * and in bytes (a block of a wide model holds 64 values of every asked column), least recently used first out.
  */
 import type { SegmentSummary } from './segment-summary.js';
 import type { BlockColumns } from './block-columns.js';
@@ -18,12 +18,32 @@ type DecodedBlock = BlockColumns[];
 export const STRADDLE_CACHE_BLOCKS = 2048;
 /** What an eviction leaves: a new interval of 1,000 buckets adds about 1,000 blocks, so it evicts once. */
 const STRADDLE_CACHE_KEPT_BLOCKS = 1536;
+/**
+ * The values the cache may hold: the blocks of a 1,000-bucket chart of four attributes take about 2.5 MiB.
+ * Counted only in blocks, 2,048 blocks of 1,024 asked columns would have held 1 GiB.
+ */
+export const STRADDLE_CACHE_BYTES_MAX = 8 * 1024 * 1024;
+const STRADDLE_CACHE_KEPT_BYTES = (STRADDLE_CACHE_BYTES_MAX / 4) * 3;
+/** A block larger than this is not kept: it would push out many blocks of narrower charts. */
+const STRADDLE_CACHE_BLOCK_BYTES_MAX = STRADDLE_CACHE_BYTES_MAX / 16;
+
+function blockBytes(e: DecodedBlock): number {
+  let n = 0;
+  for (const part of e) n += part.values.byteLength;
+  return n;
+}
 
 export class StraddleCache {
   /** Weak: the cache must not keep a summary its model dropped (close, clear, retention) in memory. */
   private readonly byKey = new WeakMap<SegmentSummary, Map<number, DecodedBlock>>();
   /** Insertion order = recency; the value is the owning map and block number, to evict it. */
   private readonly order = new Map<DecodedBlock, [Map<number, DecodedBlock>, number]>();
+  /** Bytes of the values of the blocks in `order`. */
+  private valueBytes = 0;
+
+  get bytes(): number {
+    return this.valueBytes;
+  }
 
   /** The parts of the block decoded up to `lastId` that hold every one of `columns` between them. */
   get(summary: SegmentSummary, block: number, lastId: number, columns: readonly number[]): readonly BlockColumns[] | undefined {
@@ -43,27 +63,34 @@ export class StraddleCache {
     const old = m.get(block);
     const e: DecodedBlock = [decoded];
     if (old) {
-      this.order.delete(old);
+      this.forget(old);
+      m.delete(block);
       const same = old[0].lastId === decoded.lastId && old[0].count === decoded.count;
       if (same) for (const part of old) if (part.columns.some((c) => !decoded.columns.includes(c))) e.push(part);
       // A block is decoded again only for a column its entry lacks, so each part brought at least one.
       assert(e.length <= 1 + new Set(e.flatMap((part) => part.columns)).size, 'a straddle cache entry holds a part per column at most');
     }
+    const bytes = blockBytes(e);
+    if (bytes > STRADDLE_CACHE_BLOCK_BYTES_MAX) return;
     m.set(block, e);
     this.order.set(e, [m, block]);
-    if (this.order.size > STRADDLE_CACHE_BLOCKS) this.evictOldest(this.order.size - STRADDLE_CACHE_KEPT_BLOCKS);
+    this.valueBytes += bytes;
+    if (this.order.size > STRADDLE_CACHE_BLOCKS || this.valueBytes > STRADDLE_CACHE_BYTES_MAX) this.evictOldest();
+  }
+
+  private forget(e: DecodedBlock): void {
+    if (this.order.delete(e)) this.valueBytes -= blockBytes(e);
   }
 
   /**
-   * Drops the `count` least recently used blocks in one pass. One at a time, each eviction walked from the
-   * start of `order`, over the holes its earlier deletes left there (a V8 Map keeps them until it rehashes):
-   * that walk was 6% of a new aggregation interval.
+   * Drops the least recently used blocks in one pass, down to the kept blocks and bytes. One at a time, each
+   * eviction walked from the start of `order`, over the holes its earlier deletes left there (a V8 Map keeps
+   * them until it rehashes): that walk was 6% of a new aggregation interval.
    */
-  private evictOldest(count: number): void {
-    let left = count;
+  private evictOldest(): void {
     for (const [oldest, [owner, k]] of this.order) {
-      if (left-- === 0) break;
-      this.order.delete(oldest);
+      if (this.order.size <= STRADDLE_CACHE_KEPT_BLOCKS && this.valueBytes <= STRADDLE_CACHE_KEPT_BYTES) break;
+      this.forget(oldest);
       if (owner.get(k) === oldest) owner.delete(k);
     }
   }

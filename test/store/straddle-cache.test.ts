@@ -6,7 +6,7 @@
 import v8 from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
-import { STRADDLE_CACHE_BLOCKS, StraddleCache, straddleCache } from '../../src/store/straddle-cache.js';
+import { STRADDLE_CACHE_BLOCKS, STRADDLE_CACHE_BYTES_MAX, StraddleCache, straddleCache } from '../../src/store/straddle-cache.js';
 import { SegmentSummary } from '../../src/store/segment-summary.js';
 
 v8.setFlagsFromString('--expose-gc');
@@ -46,5 +46,42 @@ describe('straddle cache', () => {
     expect(kept).toBeLessThanOrEqual(STRADDLE_CACHE_BLOCKS);
     expect(kept).toBeGreaterThanOrEqual(STRADDLE_CACHE_BLOCKS / 2);
     expect(cached(10_000 + 5 * STRADDLE_CACHE_BLOCKS - 1)).toBe(true);
+  });
+});
+
+describe('straddle cache bytes', () => {
+  const summary = new SegmentSummary(1, 6, 100_000);
+  /** A block of 64 records decoded in `columns` columns (the values of a wide model's aggregation). */
+  const wide = (k: number, columns: number) => ({
+    lastId: 64 * (k + 1),
+    count: 64,
+    columns: Array.from({ length: columns }, (_, c) => c),
+    values: new Float64Array(64 * (columns + 1)),
+    others: [],
+  });
+
+  it('holds at most STRADDLE_CACHE_BYTES_MAX of values, however wide the blocks', () => {
+    const cache = new StraddleCache();
+    let heldMax = 0;
+    for (let k = 0; k < STRADDLE_CACHE_BLOCKS; k++) {
+      cache.put(summary, k, wide(k, 200));
+      heldMax = Math.max(heldMax, cache.bytes);
+    }
+    expect(heldMax).toBeLessThanOrEqual(STRADDLE_CACHE_BYTES_MAX);
+    const kept = Array.from({ length: STRADDLE_CACHE_BLOCKS }, (_, k) => cache.get(summary, k, 64 * (k + 1), [0]) !== undefined);
+    const keptBytes = kept.filter(Boolean).length * 64 * 201 * 8;
+    expect(keptBytes).toBe(cache.bytes);
+    expect(kept[STRADDLE_CACHE_BLOCKS - 1]).toBe(true);
+    expect(kept[0]).toBe(false);
+  });
+
+  it('does not keep a block that alone would take a sixteenth of the cache', () => {
+    const cache = new StraddleCache();
+    cache.put(summary, 0, wide(0, 1024));
+    expect(cache.get(summary, 0, 64, [0])).toBeUndefined();
+    expect(cache.bytes).toBe(0);
+    cache.put(summary, 1, wide(1, 4));
+    expect(cache.get(summary, 1, 128, [0])).toBeDefined();
+    expect(cache.bytes).toBe(64 * 5 * 8);
   });
 });
