@@ -5,7 +5,7 @@
  */
 import { InvalidArgumentError } from '../errors.js';
 import type { Attribute, DataModel } from '../models/types.js';
-import { AGGREGATE_BUCKETS_MAX } from '../store/aggregate.js';
+import { AGGREGATE_BUCKETS_MAX, AGGREGATE_CELLS_MAX } from '../store/aggregate.js';
 import type { FieldStats } from '../store/stats-table.js';
 import type { RegistryView } from './deps.js';
 import { batchReply, keep, keptBatch } from './batch-answers.js';
@@ -87,6 +87,11 @@ export function addHmiRoutes(router: Router, registry: RegistryView, dataSecret:
       const fns = functions(query);
       const model = publishedModel(registry, uuid);
       const attrs = aggregateAttributes(query, model, fns);
+      if (buckets * attrs.length > AGGREGATE_CELLS_MAX) {
+        throw new InvalidArgumentError(
+          `parameters 'interval' and 'select' make ${buckets} buckets of ${attrs.length} attributes, ${buckets * attrs.length} cells; at most ${AGGREGATE_CELLS_MAX}: use a wider interval or select fewer attributes`,
+        );
+      }
       const result = await registry.log(uuid).aggregate({ fromMs, toMs, intervalMs: interval, fields: attrs.map((a) => a.name) });
       return {
         interval_ms: interval,

@@ -16,6 +16,11 @@ import { BlockColumnsBuilder, ColumnPlan, type BlockColumns } from './block-colu
 import { InvalidArgumentError } from '../errors.js';
 
 export const AGGREGATE_BUCKETS_MAX = 10_000;
+/**
+ * Buckets times fields: what an answer holds (six statistics a cell, 48 bytes, before its JSON). 10,000
+ * buckets of 1,024 fields would have allocated 470 MiB before reading a record.
+ */
+export const AGGREGATE_CELLS_MAX = 200_000;
 
 export interface AggregateQuery {
   /** Inclusive, ms since the epoch. */
@@ -53,6 +58,9 @@ export function bucketSpan(q: AggregateQuery): { first: number; count: number } 
   if (count > AGGREGATE_BUCKETS_MAX) {
     throw new InvalidArgumentError(`aggregate: ${count} buckets of ${q.intervalMs} ms, more than ${AGGREGATE_BUCKETS_MAX}`);
   }
+  if (count * q.fields.length > AGGREGATE_CELLS_MAX) {
+    throw new InvalidArgumentError(`aggregate: ${count} buckets of ${q.fields.length} fields make ${count * q.fields.length} cells, more than ${AGGREGATE_CELLS_MAX}`);
+  }
   return { first, count };
 }
 
@@ -68,26 +76,42 @@ interface Straddle {
 const SYNC_READS_PER_TURN = 256;
 
 /**
- * The asked columns of each straddling block's records: from the straddle cache, else read. A block is a
- * few KiB, mostly in the page cache: read synchronously it costs a few microseconds, against tens for a
- * round trip through the thread pool, so blocks are read synchronously, SYNC_READS_PER_TURN at a time,
- * the part still in memory (active segment) copied from the write buffer as readRange does.
+ * The asked columns of a straddling block's records: from the straddle cache, else read. A block is a few
+ * KiB, mostly in the page cache: read synchronously it costs a few microseconds, against tens for a round
+ * trip through the thread pool, so blocks are read synchronously, SYNC_READS_PER_TURN between turns of the
+ * event loop, the part still in memory (active segment) copied from the write buffer as readRange does.
+ * Each block is placed before the next is read: holding every decoded straddle of a call until the end
+ * took 64 values of every asked column per bucket edge (up to 10,000 edges of 1,024 columns: 5 GiB).
  */
-async function readStraddles(buffered: BufferedBytes, straddles: readonly Straddle[], columns: readonly number[], lost: LostFn): Promise<Array<readonly BlockColumns[]>> {
-  const out = new Array<readonly BlockColumns[]>(straddles.length);
-  let syncReads = 0;
+class StraddleReader {
   /** Blocks are read into this one buffer: the builder copies out what it keeps. */
-  let scratch = Buffer.allocUnsafe(16 * 1024);
-  const plan = new ColumnPlan(columns);
-  for (let r = 0; r < straddles.length; r++) {
-    const { summary, seg, block, lastId: b } = straddles[r];
-    const a = summary.blockFirstId(block);
+  private scratch = Buffer.allocUnsafe(16 * 1024);
+  private readonly plan: ColumnPlan;
+  private syncReads = 0;
+
+  constructor(
+    private readonly buffered: BufferedBytes,
+    private readonly columns: readonly number[],
+    private readonly lost: LostFn,
+  ) {
+    this.plan = new ColumnPlan(columns);
+  }
+
+  /** Whether the caller should yield to the event loop before the next read(). */
+  get turnDue(): boolean {
+    return this.syncReads >= SYNC_READS_PER_TURN;
+  }
+
+  turnTaken(): void {
+    this.syncReads = 0;
+  }
+
+  read({ summary, seg, block, lastId: b }: Straddle): readonly BlockColumns[] {
+    const { columns, plan } = this;
     const cached = straddleCache.get(summary, block, b, columns);
-    if (cached) {
-      out[r] = cached;
-      continue;
-    }
-    if (++syncReads % SYNC_READS_PER_TURN === 0) await new Promise((resolve) => setImmediate(resolve));
+    if (cached) return cached;
+    this.syncReads++;
+    const a = summary.blockFirstId(block);
     const [start, end] = seg.byteRange(a, b);
     let builder = new BlockColumnsBuilder(b, plan, b - a + 1);
     // A compacted block's values come straight from its chunk's column streams; else (or when that read
@@ -95,16 +119,15 @@ async function readStraddles(buffered: BufferedBytes, straddles: readonly Stradd
     const compacted = seg.file.isCompacted;
     if (!compacted || !seg.file.readColumnsSync(start, end - start, columns, builder.chunkSink(a, b))) {
       if (compacted) builder = new BlockColumnsBuilder(b, plan, b - a + 1);
-      if (scratch.length < end - start) scratch = Buffer.allocUnsafe(Math.max(end - start, 2 * scratch.length));
-      const buf = scratch.subarray(0, end - start);
-      readBytesSync(buffered, seg, buf, start, end);
-      visitFrames(buf, a, b, (frames, off, bytes, _id, again) => builder.add(frames, off, off + bytes, again), lost);
+      if (this.scratch.length < end - start) this.scratch = Buffer.allocUnsafe(Math.max(end - start, 2 * this.scratch.length));
+      const buf = this.scratch.subarray(0, end - start);
+      readBytesSync(this.buffered, seg, buf, start, end);
+      visitFrames(buf, a, b, (frames, off, bytes, _id, again) => builder.add(frames, off, off + bytes, again), this.lost);
     }
     const decoded = builder.finish();
-    out[r] = [decoded];
     straddleCache.put(summary, block, decoded);
+    return [decoded];
   }
-  return out;
 }
 
 export async function aggregate(
@@ -171,7 +194,6 @@ export async function aggregate(
     }
     addBlocks(coarseRows * COARSE_BLOCKS, s.blocks);
   });
-  const reads = await readStraddles(buffered, straddles, fieldIndexes, lost);
 
   const acc = new StatsTable(fieldIndexes.length, span.count);
   const counts = new Float64Array(span.count);
@@ -198,10 +220,15 @@ export async function aggregate(
       acc.addColumn(f, rowOf, part.values, (slot + 1) * n, part.others[slot], n);
     }
   };
+  const straddleReader = new StraddleReader(buffered, fieldIndexes, lost);
   for (let b = 0; b < units.length; b++) {
     const row = rows[b];
     if (row < 0) {
-      placeBlock(reads[-1 - row]);
+      if (straddleReader.turnDue) {
+        await new Promise((resolve) => setImmediate(resolve));
+        straddleReader.turnTaken();
+      }
+      placeBlock(straddleReader.read(straddles[-1 - row]));
       continue;
     }
     const s = summaries[bySummary[b]];

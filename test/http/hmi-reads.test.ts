@@ -198,6 +198,23 @@ describe('queryAggregate (contract 10)', () => {
     expect((await agg(`from=${T0}&to=${T0 + 10_000_000}&interval=1000`)).status).toBe(200); // 10,000 buckets is allowed
   });
 
+  it('at most AGGREGATE_CELLS_MAX buckets x attributes: a 400 naming interval and select', async () => {
+    const wide = await createModel(
+      'wide',
+      Array.from({ length: 30 }, (_, i) => ({ name: `a${i}`, type: 'FLOAT' })),
+    );
+    saveAt(wide, T0, Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`a${i}`, i])));
+    const tooMany = await agg(`from=${T0}&to=${T0 + 10_000_000}&interval=1000`, wide);
+    expect(tooMany.status).toBe(400);
+    expect(tooMany.body.msg).toContain(`'interval'`);
+    expect(tooMany.body.msg).toContain(`'select'`);
+    expect(tooMany.body.msg).toContain('300000 cells');
+    const fewer = await agg(`from=${T0}&to=${T0 + 10_000_000}&interval=1000&select=${Array.from({ length: 20 }, (_, i) => `a${i}`).join(',')}`, wide);
+    expect(fewer.status, fewer.text).toBe(200);
+    expect(fewer.body.data.buckets).toHaveLength(1);
+    expect((await agg(`from=${T0}&to=${T0 + 10_000_000}&interval=2000`, wide)).status).toBe(200);
+  });
+
   it('auth and model state as the query endpoints', async () => {
     expect((await call(base, `/api/v1/datacenter/queryAggregate?uuid=${main}&from=${T0}&interval=1h`, { token: null })).status).toBe(401);
     expect((await agg(`from=${T0}&interval=1h`, 'SCHEMA22222222')).status).toBe(404);

@@ -273,11 +273,14 @@ describe('aggregation from segment summaries', () => {
     await store.close();
   });
 
-  it('refuses unknown fields and more than 10,000 buckets', async () => {
+  it('refuses unknown fields, more than 10,000 buckets, and more than 200,000 bucket cells', async () => {
     const store = await openStore(tmpDir());
     const log = await openModel(store);
     await expect(log.aggregate({ fromMs: 0, toMs: 10, intervalMs: 1, fields: ['nope'] })).rejects.toThrow(/unknown field "nope"/);
     await expect(log.aggregate({ fromMs: 0, toMs: 10_001, intervalMs: 1, fields: [] })).rejects.toThrow(/10001 buckets/);
+    const fields = Array.from({ length: 21 }, () => 'temp');
+    await expect(log.aggregate({ fromMs: 0, toMs: 10_000, intervalMs: 1, fields })).rejects.toThrow(/10000 buckets of 21 fields make 210000 cells, more than 200000/);
+    expect(await log.aggregate({ fromMs: 0, toMs: 10_000, intervalMs: 1, fields: fields.slice(1) })).toEqual([]);
     expect(FIELDS).toContain('temp');
     await store.close();
   });
