@@ -122,7 +122,10 @@ class StraddleReader {
       if (this.scratch.length < end - start) this.scratch = Buffer.allocUnsafe(Math.max(end - start, 2 * this.scratch.length));
       const buf = this.scratch.subarray(0, end - start);
       readBytesSync(this.buffered, seg, buf, start, end);
-      visitFrames(buf, a, b, (frames, off, bytes, _id, again) => builder.add(frames, off, off + bytes, again), this.lost);
+      if (!builder.addFrames(buf, a, b)) {
+        builder = new BlockColumnsBuilder(b, plan, b - a + 1);
+        visitFrames(buf, a, b, (frames, off, bytes, _id, again) => builder.add(frames, off, off + bytes, again), this.lost);
+      }
     }
     const decoded = builder.finish();
     straddleCache.put(summary, block, decoded);

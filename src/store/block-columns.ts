@@ -8,7 +8,7 @@
  * what decodeValues gives.
  */
 import { decodeValues } from './reader.js';
-import { FRAME_HEADER_BYTES, FRAME_SAVE, FRAME_SUPERSEDE, FRAME_TS_OFFSET, mayFollowFrame } from './frame.js';
+import { FRAME_HEADER_BYTES, FRAME_ID_OFFSET, FRAME_SAVE, FRAME_SUPERSEDE, FRAME_TS_OFFSET, checkFrame, mayFollowFrame } from './frame.js';
 import type { ChunkFrameSink } from './chunk-codec.js';
 
 export interface BlockColumns {
@@ -66,6 +66,33 @@ export class BlockColumnsBuilder {
     const i = this.addRow(this.viewOf(buf).getFloat64(frameStart + FRAME_TS_OFFSET, true), replaces);
     const start = frameStart + FRAME_HEADER_BYTES;
     if (this.plan.columns.length > 0 && !this.readFast(buf, start, frameEnd, i)) this.readSlow(buf, start, frameEnd, i);
+  }
+
+  /**
+   * Adds the records of ids [a, b] from `buf`, the frames of a block's byte range, by visitFrames's rules
+   * (each frame checked, ids in order, a newer frame of an id replacing it); false at the first frame that
+   * breaks them, having reported nothing: the caller then builds the block again through visitFrames, which
+   * resyncs and reports what is lost. One pass, reading each header once through the block's DataView.
+   */
+  addFrames(buf: Buffer, a: number, b: number): boolean {
+    const view = this.viewOf(buf);
+    const end = buf.length;
+    let lastSeen = a - 1;
+    let prevId = 0;
+    for (let off = 0; off < end; ) {
+      const n = checkFrame(buf, off, end);
+      if (n <= 0) return false;
+      const id = view.getFloat64(off + FRAME_ID_OFFSET, true);
+      if (prevId > 0 && !mayFollowFrame(prevId, buf[off + 8], id)) return false;
+      if (id >= a && id <= b) {
+        const i = this.addRow(view.getFloat64(off + FRAME_TS_OFFSET, true), id === lastSeen);
+        if (this.plan.columns.length > 0 && !this.readFast(buf, off + FRAME_HEADER_BYTES, off + n, i)) this.readSlow(buf, off + FRAME_HEADER_BYTES, off + n, i);
+        lastSeen = id;
+      }
+      prevId = id;
+      off += n;
+    }
+    return true;
   }
 
   /**

@@ -12,6 +12,8 @@ import { crc32c } from './crc32c.js';
 import { RECORD_BYTES_MAX } from './constants.js';
 
 export const FRAME_HEADER_BYTES = 26;
+/** Where the id sits in a frame. */
+export const FRAME_ID_OFFSET = 10;
 /** Where create_at sits in a frame. */
 export const FRAME_TS_OFFSET = 18;
 /** The part of the header counted in `len`. */
@@ -94,7 +96,7 @@ export function mayFollowFrame(prevId: number, type: number, id: number): boolea
 }
 
 export function frameId(buf: Uint8Array, off: number): number {
-  return f64(buf, off + 10);
+  return f64(buf, off + FRAME_ID_OFFSET);
 }
 
 export function frameTs(buf: Uint8Array, off: number): number {
