@@ -236,10 +236,17 @@ export async function aggregate(
     }
     const s = summaries[bySummary[b]];
     const k = units[b];
-    const table = k >= 0 ? s.table : s.coarseTable;
-    const unitRow = k >= 0 ? k : -1 - k;
-    counts[row] += k >= 0 ? s.records[k] : s.coarseRecords[unitRow];
-    for (let f = 0; f < fieldIndexes.length; f++) acc.merge(row, f, table, unitRow, fieldIndexes[f]);
+    if (k < 0) {
+      counts[row] += s.coarseRecords[-1 - k];
+      for (let f = 0; f < fieldIndexes.length; f++) acc.merge(row, f, s.coarseTable, -1 - k, fieldIndexes[f]);
+      continue;
+    }
+    // The blocks of a bucket come one after another: merged as one run of rows of the summary's table.
+    let end = b + 1;
+    while (end < units.length && rows[end] === row && bySummary[end] === bySummary[b] && units[end] === k + (end - b)) end++;
+    for (let x = k; x < k + (end - b); x++) counts[row] += s.records[x];
+    for (let f = 0; f < fieldIndexes.length; f++) acc.mergeRows(row, f, s.table, k, k + (end - b), fieldIndexes[f]);
+    b = end - 1;
   }
   // Never taken from the summaries (see lastOwnId): update-last may still change it.
   if (newest !== undefined) place(newest.ts, newest.values);

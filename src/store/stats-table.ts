@@ -149,6 +149,49 @@ export class StatsTable {
     if (f[fb + LAST] !== f[fb + LAST]) this.setOther(field, 2 * row + 1, from.other(fromField, 2 * fromRow + 1));
   }
 
+  /**
+   * merge() of rows [fromStart, fromEnd) of `from`, in that order, into `row`: a bucket's whole blocks. Rows
+   * with numbers only are folded in locals and stored once; the others go through merge().
+   */
+  mergeRows(row: number, field: number, from: StatsTable, fromStart: number, fromEnd: number, fromField: number): void {
+    const f = from.stats[fromField];
+    const s = this.stats[field];
+    const b = row * STATS_PER_FIELD;
+    let r = fromStart;
+    while (r < fromEnd) {
+      const head = r * STATS_PER_FIELD;
+      if (s[b + N] === 0 || f[head + LAST] !== f[head + LAST]) {
+        this.merge(row, field, from, r, fromField);
+        r++;
+        continue;
+      }
+      const nBefore = s[b + N];
+      let n = nBefore;
+      let min = s[b + MIN];
+      let max = s[b + MAX];
+      let sum = s[b + SUM];
+      let last = s[b + LAST];
+      for (; r < fromEnd; r++) {
+        const fb = r * STATS_PER_FIELD;
+        const fn = f[fb + N];
+        if (fn === 0) continue;
+        const fl = f[fb + LAST];
+        if (fl !== fl) break;
+        if (f[fb + MIN] < min) min = f[fb + MIN];
+        if (f[fb + MAX] > max) max = f[fb + MAX];
+        n += fn;
+        sum += f[fb + SUM];
+        last = fl;
+      }
+      s[b + N] = n;
+      s[b + MIN] = min;
+      s[b + MAX] = max;
+      s[b + SUM] = sum;
+      s[b + LAST] = last;
+      if (n > nBefore && from.bools[fromField]) this.bools[field] = true;
+    }
+  }
+
   get(row: number, field: number): FieldStats {
     const s = this.stats[field];
     const b = row * STATS_PER_FIELD;

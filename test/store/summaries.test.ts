@@ -253,6 +253,25 @@ describe('aggregation from segment summaries', () => {
     await store.close();
   });
 
+  it('merges runs of whole blocks whose last value is not a number: counted, and kept as first/last', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    const store = await openStore(tmpDir(), { segmentBytesMax: 1024 * 1024 });
+    const log = await store.openModel('mix', { fields: ['x'] });
+    // Every other block ends in a string; buckets of several blocks merge them one after another.
+    for (let i = 0; i < 1280; i++) {
+      vi.setSystemTime(T0 + i * 1000);
+      log.save({ x: i % 64 === 63 && Math.floor(i / 64) % 2 === 0 ? `end${i}` : i });
+    }
+    await log.durable();
+    for (const interval of [128_000, 192_000, 320_000, 1_280_000]) {
+      const got = await log.aggregate({ fromMs: T0, toMs: T0 + 1_280_000, intervalMs: interval, fields: ['x'] });
+      const want = await bruteForce(log, T0, T0 + 1_280_000, interval, ['x']);
+      const view = (bs: Bucket[]) => bs.map((b) => [b.startMs, b.count, b.stats[0].n, b.stats[0].first, b.stats[0].last]);
+      expect(view(got)).toEqual(view(want));
+    }
+    await store.close();
+  });
+
   it('answers as of its call while a later aggregation folds newer records into the shared summaries', async () => {
     vi.useFakeTimers({ toFake: ['Date'] });
     const store = await openStore(tmpDir(), { segmentBytesMax: 1024 * 1024 });
