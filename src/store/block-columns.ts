@@ -48,13 +48,15 @@ export class BlockColumnsBuilder {
   private viewBuf: Buffer | undefined;
   private view: DataView | undefined;
 
+  /** `allocate` gives the zeroed array of `values` (the straddle cache takes it from a slab). */
   constructor(
     private readonly lastId: number,
     private readonly plan: ColumnPlan,
     private readonly recordsMax: number,
+    allocate: (doubles: number) => Float64Array = (doubles) => new Float64Array(doubles),
   ) {
     const slots = plan.columns.length;
-    this.values = new Float64Array((slots + 1) * recordsMax).fill(NaN, recordsMax);
+    this.values = allocate((slots + 1) * recordsMax).fill(NaN, recordsMax);
     this.others = new Array<unknown[] | undefined>(slots).fill(undefined);
   }
 

@@ -27,10 +27,22 @@ const STRADDLE_CACHE_KEPT_BYTES = (STRADDLE_CACHE_BYTES_MAX / 4) * 3;
 /** A block larger than this is not kept: it would push out many blocks of narrower charts. */
 const STRADDLE_CACHE_BLOCK_BYTES_MAX = STRADDLE_CACHE_BYTES_MAX / 16;
 
-function blockBytes(e: DecodedBlock): number {
-  let n = 0;
-  for (const part of e) n += part.values.byteLength;
-  return n;
+/**
+ * The cache's blocks take their values from slabs of this many doubles (256 KiB, about 100 blocks of four
+ * columns): a Float64Array of its own costs a block an ArrayBuffer (2.8 µs on the slow machine of
+ * docs/performance.md, 5% of a new interval) and garbage collection of external memory.
+ */
+const SLAB_DOUBLES = 32 * 1024;
+
+/** A slab counts in the cache's bytes, whole, while a part of a cached block lies in it. */
+interface Slab {
+  readonly values: Float64Array;
+  used: number;
+  parts: number;
+}
+
+function ownBytes(part: BlockColumns): number {
+  return part.values.byteLength;
 }
 
 export class StraddleCache {
@@ -38,11 +50,27 @@ export class StraddleCache {
   private readonly byKey = new WeakMap<SegmentSummary, Map<number, DecodedBlock>>();
   /** Insertion order = recency; the value is the owning map and block number, to evict it. */
   private readonly order = new Map<DecodedBlock, [Map<number, DecodedBlock>, number]>();
-  /** Bytes of the values of the blocks in `order`. */
+  /** Bytes of the values of the blocks in `order`: the slabs they lie in, whole, and the parts of their own. */
   private valueBytes = 0;
+  /** Where allocate() takes from. */
+  private slab: Slab | undefined;
+  /** Weak: a slab no cached part lies in goes with its last view. */
+  private readonly slabOf = new WeakMap<ArrayBufferLike, Slab>();
 
   get bytes(): number {
     return this.valueBytes;
+  }
+
+  /** Room for a block's values (zeros): a view of the current slab, or an array of its own for a wide block. */
+  allocate(doubles: number): Float64Array {
+    if (doubles > SLAB_DOUBLES / 16) return new Float64Array(doubles);
+    if (this.slab === undefined || this.slab.used + doubles > SLAB_DOUBLES) {
+      this.slab = { values: new Float64Array(SLAB_DOUBLES), used: 0, parts: 0 };
+      this.slabOf.set(this.slab.values.buffer, this.slab);
+    }
+    const s = this.slab;
+    s.used += doubles;
+    return s.values.subarray(s.used - doubles, s.used);
   }
 
   /** The parts of the block decoded up to `lastId` that hold every one of `columns` between them. */
@@ -70,16 +98,25 @@ export class StraddleCache {
       // A block is decoded again only for a column its entry lacks, so each part brought at least one.
       assert(e.length <= 1 + new Set(e.flatMap((part) => part.columns)).size, 'a straddle cache entry holds a part per column at most');
     }
-    const bytes = blockBytes(e);
-    if (bytes > STRADDLE_CACHE_BLOCK_BYTES_MAX) return;
+    if (e.reduce((n, part) => n + ownBytes(part), 0) > STRADDLE_CACHE_BLOCK_BYTES_MAX) return;
     m.set(block, e);
     this.order.set(e, [m, block]);
-    this.valueBytes += bytes;
+    for (const part of e) this.valueBytes += this.hold(part, 1);
     if (this.order.size > STRADDLE_CACHE_BLOCKS || this.valueBytes > STRADDLE_CACHE_BYTES_MAX) this.evictOldest();
   }
 
   private forget(e: DecodedBlock): void {
-    if (this.order.delete(e)) this.valueBytes -= blockBytes(e);
+    if (!this.order.delete(e)) return;
+    for (const part of e) this.valueBytes -= this.hold(part, -1);
+  }
+
+  /** Counts a part in (+1) or out (-1); returns the bytes that adds to, or takes from, valueBytes. */
+  private hold(part: BlockColumns, by: 1 | -1): number {
+    const slab = this.slabOf.get(part.values.buffer);
+    if (slab === undefined) return ownBytes(part);
+    slab.parts += by;
+    assert(slab.parts >= 0, 'a slab holds no fewer parts than none');
+    return (by === 1 ? slab.parts === 1 : slab.parts === 0) ? slab.values.byteLength : 0;
   }
 
   /**

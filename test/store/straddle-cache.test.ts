@@ -85,3 +85,47 @@ describe('straddle cache bytes', () => {
     expect(cache.bytes).toBe(64 * 5 * 8);
   });
 });
+
+describe('straddle cache slabs', () => {
+  const summary = new SegmentSummary(1, 6, 100_000);
+  /** A block of 64 records in 4 columns whose values the cache allocated. */
+  const fromSlab = (cache: StraddleCache, k: number) => ({
+    lastId: 64 * (k + 1),
+    count: 64,
+    columns: [0, 1, 2, 3],
+    values: cache.allocate(64 * 5),
+    others: [],
+  });
+  const SLAB_BYTES = 256 * 1024;
+
+  it('counts a slab once while a cached block lies in it, and lets it go with its last block', () => {
+    const cache = new StraddleCache();
+    const first = fromSlab(cache, 0);
+    expect(first.values.every((v) => v === 0)).toBe(true);
+    cache.put(summary, 0, first);
+    expect(cache.bytes).toBe(SLAB_BYTES);
+    cache.put(summary, 1, fromSlab(cache, 1));
+    expect(cache.bytes).toBe(SLAB_BYTES); // the same slab
+    expect(first.values.buffer).toBe(cache.get(summary, 1, 128, [0])?.[0].values.buffer);
+    // Replacing both blocks (decoded again for more columns would keep them; a new record count does not).
+    cache.put(summary, 0, { ...fromSlab(cache, 0), count: 63, values: new Float64Array(63 * 5) });
+    expect(cache.bytes).toBe(SLAB_BYTES + 63 * 5 * 8);
+    cache.put(summary, 1, { ...fromSlab(cache, 1), count: 63, values: new Float64Array(63 * 5) });
+    expect(cache.bytes).toBe(2 * 63 * 5 * 8); // no cached block lies in the slab any more
+  });
+
+  it('stays within STRADDLE_CACHE_BYTES_MAX over many slabs, least recently used first out', () => {
+    const cache = new StraddleCache();
+    let heldMax = 0;
+    const blocks = 4 * STRADDLE_CACHE_BLOCKS;
+    for (let k = 0; k < blocks; k++) {
+      cache.put(summary, k, fromSlab(cache, k));
+      if (k % 7 === 0) cache.get(summary, 0, 64, [0]); // block 0 stays in use, and keeps its slab
+      heldMax = Math.max(heldMax, cache.bytes);
+    }
+    expect(heldMax).toBeLessThanOrEqual(STRADDLE_CACHE_BYTES_MAX);
+    expect(cache.get(summary, 0, 64, [0])).toBeDefined();
+    expect(cache.get(summary, blocks - 1, 64 * blocks, [0])).toBeDefined();
+    expect(cache.get(summary, blocks / 2, 64 * (blocks / 2 + 1), [0])).toBeUndefined();
+  });
+});
