@@ -116,11 +116,7 @@ export class StatsTable {
         sum += v;
         last = v;
       }
-      s[b + N] = n;
-      s[b + MIN] = min;
-      s[b + MAX] = max;
-      s[b + SUM] = sum;
-      s[b + LAST] = last;
+      storeRun(s, b, n, min, max, sum, last);
     }
   }
 
@@ -183,11 +179,7 @@ export class StatsTable {
         sum += f[fb + SUM];
         last = fl;
       }
-      s[b + N] = n;
-      s[b + MIN] = min;
-      s[b + MAX] = max;
-      s[b + SUM] = sum;
-      s[b + LAST] = last;
+      storeRun(s, b, n, min, max, sum, last);
       if (n > nBefore && from.bools[fromField]) this.bools[field] = true;
     }
   }
@@ -248,6 +240,15 @@ export class StatsTable {
       for (let key = 0; key < r.length; key++) if (r[key] >= 0) visit(field, key, this.dict[r[key]]);
     });
   }
+}
+
+/** Stores at s[b..] the statistics a run of values folded in locals (first is set already). */
+function storeRun(s: Float64Array, b: number, n: number, min: number, max: number, sum: number, last: number): void {
+  s[b + N] = n;
+  s[b + MIN] = min;
+  s[b + MAX] = max;
+  s[b + SUM] = sum;
+  s[b + LAST] = last;
 }
 
 /** Folds `num` into the statistics at s[b..]; true when it is the first value there. */
