@@ -36,10 +36,13 @@ export class ByteSink {
     this.buf[this.length++] = v;
   }
 
+  /** Copies byte by byte: these are a value's few bytes, and a subarray per value was most of compaction's garbage. */
   bytes(src: Uint8Array, start: number, end: number): void {
     this.room(end - start);
-    this.buf.set(src.subarray(start, end), this.length);
-    this.length += end - start;
+    const buf = this.buf;
+    let at = this.length;
+    for (let i = start; i < end; i++) buf[at++] = src[i];
+    this.length = at;
   }
 
   varint(v: number): void {

@@ -59,13 +59,19 @@ const TS_DOD_MAX = 2 ** 52;
  * form takes up to 10 bytes where a fixint took 1), and such a chunk is stored raw.
  */
 const STREAMS_EXTRA_BYTES_MAX = (2 + FIXED_STREAMS + COLUMNS_MAX) * VARINT_BYTES_MAX;
+/**
+ * zlib's output buffer size for a chunk: under half of Buffer.poolSize, so it comes from Node's buffer
+ * pool. The default (16 KiB) was a new ArrayBuffer on every call: a third of an inflate of a chunk, and the
+ * external memory that, while a segment was compacted, made V8 run a full collection about every second.
+ */
+const ZLIB_CHUNK_BYTES = 4032;
 
 /** Compressed form of `logical` (the exact bytes of whole, valid frames back to back). */
 export function encodeChunk(logical: Uint8Array): Buffer {
   assert(logical.length <= CHUNK_LOGICAL_BYTES_MAX, `chunk of ${logical.length} bytes over CHUNK_LOGICAL_BYTES_MAX`);
   const streams = wholeValidFrames(logical) ? encodeColumns(logical) : undefined;
   if (streams && streams.length <= logical.length + STREAMS_EXTRA_BYTES_MAX) {
-    const deflated = deflateRawSync(streams, { level: DEFLATE_LEVEL });
+    const deflated = deflateRawSync(streams, { level: DEFLATE_LEVEL, chunkSize: ZLIB_CHUNK_BYTES });
     if (deflated.length < logical.length) return Buffer.concat([Buffer.of(MODE_COLUMNS), deflated]);
   }
   return Buffer.concat([Buffer.of(MODE_RAW), logical]);
@@ -257,7 +263,7 @@ export function readChunkColumns(compressed: Uint8Array, logicalBytes: number, c
 /** The streams of a MODE_COLUMNS chunk, inflated within their bound. */
 function inflateStreams(compressed: Uint8Array, logicalBytes: number): Buffer {
   try {
-    return inflateRawSync(compressed.subarray(1), { maxOutputLength: logicalBytes + STREAMS_EXTRA_BYTES_MAX });
+    return inflateRawSync(compressed.subarray(1), { maxOutputLength: logicalBytes + STREAMS_EXTRA_BYTES_MAX, chunkSize: ZLIB_CHUNK_BYTES });
   } catch (e) {
     throw new Error(`chunk: corrupt deflate data (${(e as Error).message})`);
   }

@@ -10,7 +10,7 @@
 import fs from 'node:fs';
 import { crc32c } from './crc32c.js';
 import { type Segment, SEGMENT_HEADER_BYTES, decodeSegmentHeader, segmentName } from './segment.js';
-import { CHUNK_CODEC, CHUNK_STORED, ChunkTableBuilder, type ChunkTable, type StoredChunk, ZLOG_HEADER_BYTES, compactedName, encodeZlogHeader } from './zlog.js';
+import { CHUNK_CODEC, CHUNK_HEAD_BYTES, CHUNK_STORED, ChunkTableBuilder, type ChunkTable, type StoredChunk, ZLOG_HEADER_BYTES, compactedName, encodeZlogHeader } from './zlog.js';
 import { decodeChunk, encodeChunk } from './chunk-codec.js';
 import { type FileIo, writeFully } from './file-io.js';
 import type { SegmentFile } from './segment-file.js';
@@ -128,21 +128,26 @@ async function writeZlog(seg: Segment, file: SegmentFile, header: Buffer, tmp: s
   const fd = await t.io.createFile(tmp, Buffer.alloc(ZLOG_HEADER_BYTES));
   try {
     let sliceStart = performance.now();
+    const buffers = new WindowBuffers();
     for (let k = 0; k < bounds.length - 1; ) {
       let j = k + 1;
       while (j < bounds.length - 1 && bounds[j + 1] - bounds[k] <= READ_BYTES_MAX) j++;
-      const window = Buffer.allocUnsafe(bounds[j] - bounds[k]);
+      const window = buffers.read(bounds[j] - bounds[k]);
       await file.read(t.io, window, 0, window.length, bounds[k]);
       const at = builder.fileOffset;
-      const bufs: Buffer[] = [];
+      const out = buffers.out(window.length, j - k);
+      let outBytes = 0;
       for (let i = k; i < j; i++) {
-        for (const c of storeGroup(window.subarray(bounds[i] - bounds[k], bounds[i + 1] - bounds[k]), bounds[i])) bufs.push(...builder.add(c));
+        for (const c of storeGroup(window.subarray(bounds[i] - bounds[k], bounds[i + 1] - bounds[k]), bounds[i])) {
+          for (const b of builder.add(c)) outBytes += b.copy(out, outBytes);
+        }
         if (performance.now() - sliceStart < SLICE_MS) continue;
         await new Promise((resolve) => setTimeout(resolve, PAUSE_PER_SLICE_MS));
         sliceStart = performance.now();
       }
+      assert(outBytes === builder.fileOffset - at, 'a window is written as its chunks were recorded');
       if (!t.listed(seg)) return undefined;
-      await writeFully(t.io, fd, bufs, at);
+      await writeFully(t.io, fd, [out.subarray(0, outBytes)], at);
       k = j;
     }
     const { bytes, table } = builder.finish(seg.bytes);
@@ -152,6 +157,29 @@ async function writeZlog(seg: Segment, file: SegmentFile, header: Buffer, tmp: s
     return table;
   } finally {
     fs.closeSync(fd);
+  }
+}
+
+/**
+ * The two buffers of a segment's windows, made once and reused: the logical bytes read, and the chunks made
+ * of them (each chunk stores at most its logical bytes, and a group of more than CHUNK_CODEC_BYTES_MAX is
+ * stored in slices). A window's chunks used to be kept as their own Buffers until its write and each window
+ * had new buffers of a MiB: while a segment was compacted, the garbage collector ran a full collection
+ * (5-10 ms) about every second.
+ */
+class WindowBuffers {
+  private readBuf = Buffer.alloc(0);
+  private outBuf = Buffer.alloc(0);
+
+  read(bytes: number): Buffer {
+    if (this.readBuf.length < bytes) this.readBuf = Buffer.allocUnsafe(bytes);
+    return this.readBuf.subarray(0, bytes);
+  }
+
+  out(logicalBytes: number, groups: number): Buffer {
+    const bytes = logicalBytes + (groups + Math.ceil(logicalBytes / CHUNK_CODEC_BYTES_MAX)) * CHUNK_HEAD_BYTES;
+    if (this.outBuf.length < bytes) this.outBuf = Buffer.allocUnsafe(bytes);
+    return this.outBuf.subarray(0, bytes);
   }
 }
 
