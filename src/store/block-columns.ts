@@ -65,7 +65,12 @@ export class BlockColumnsBuilder {
    * record added just before. create_at is read through the block's DataView (frameTs copies bytes).
    */
   add(buf: Buffer, frameStart: number, frameEnd: number, replaces: boolean): void {
-    const i = this.addRow(this.viewOf(buf).getFloat64(frameStart + FRAME_TS_OFFSET, true), replaces);
+    this.addRecord(buf, frameStart, frameEnd, this.viewOf(buf).getFloat64(frameStart + FRAME_TS_OFFSET, true), replaces);
+  }
+
+  /** add() with create_at already read. */
+  private addRecord(buf: Buffer, frameStart: number, frameEnd: number, ts: number, replaces: boolean): void {
+    const i = this.addRow(ts, replaces);
     const start = frameStart + FRAME_HEADER_BYTES;
     if (this.plan.columns.length > 0 && !this.readFast(buf, start, frameEnd, i)) this.readSlow(buf, start, frameEnd, i);
   }
@@ -87,8 +92,7 @@ export class BlockColumnsBuilder {
       const id = view.getFloat64(off + FRAME_ID_OFFSET, true);
       if (prevId > 0 && !mayFollowFrame(prevId, buf[off + 8], id)) return false;
       if (id >= a && id <= b) {
-        const i = this.addRow(view.getFloat64(off + FRAME_TS_OFFSET, true), id === lastSeen);
-        if (this.plan.columns.length > 0 && !this.readFast(buf, off + FRAME_HEADER_BYTES, off + n, i)) this.readSlow(buf, off + FRAME_HEADER_BYTES, off + n, i);
+        this.addRecord(buf, off, off + n, view.getFloat64(off + FRAME_TS_OFFSET, true), id === lastSeen);
         lastSeen = id;
       }
       prevId = id;
