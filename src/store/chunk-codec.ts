@@ -78,21 +78,25 @@ export function encodeChunk(logical: Uint8Array): Buffer {
 }
 
 /**
- * The exact logical bytes back, a new Buffer of `logicalBytes`. Malformed input throws an Error naming what
- * is wrong, or gives other bytes of that length (the caller's CRC of the logical bytes tells).
+ * The exact logical bytes back: a new Buffer of `logicalBytes`, or the start of `into` when given (at least
+ * that long). Malformed input throws an Error naming what is wrong, or gives other bytes of that length
+ * (the caller's CRC of the logical bytes tells).
  */
-export function decodeChunk(compressed: Uint8Array, logicalBytes: number): Buffer {
+export function decodeChunk(compressed: Uint8Array, logicalBytes: number, into?: Buffer): Buffer {
   if (!Number.isSafeInteger(logicalBytes) || logicalBytes < 0 || logicalBytes > CHUNK_LOGICAL_BYTES_MAX) {
     throw new Error(`chunk: logical length ${logicalBytes} out of range`);
   }
   if (compressed.length === 0) throw new Error('chunk: empty');
+  assert(into === undefined || into.length >= logicalBytes, 'a chunk is decoded into a buffer that holds it');
+  const out = into === undefined ? Buffer.allocUnsafe(logicalBytes) : into.subarray(0, logicalBytes);
   const mode = compressed[0];
   if (mode === MODE_RAW) {
     if (compressed.length - 1 !== logicalBytes) throw new Error(`chunk: raw chunk of ${compressed.length - 1} bytes, expected ${logicalBytes}`);
-    return Buffer.from(compressed.subarray(1));
+    out.set(compressed.subarray(1));
+    return out;
   }
   if (mode !== MODE_COLUMNS) throw new Error(`chunk: unknown mode ${mode}`);
-  return decodeColumns(inflateStreams(compressed, logicalBytes), logicalBytes);
+  return decodeColumns(inflateStreams(compressed, logicalBytes), logicalBytes, out);
 }
 
 /** Only frames checkFrame accepts go through the transform: one with a bad CRC would come back with a good one. */
@@ -183,14 +187,13 @@ function readStreamTable(src: Buffer, logicalBytes: number): StreamTable {
   return { frames, columnCount, starts, lengths };
 }
 
-function decodeColumns(src: Buffer, logicalBytes: number): Buffer {
+/** Writes every byte of `out` (logicalBytes long). */
+function decodeColumns(src: Buffer, logicalBytes: number, out: Buffer): Buffer {
   const t = readStreamTable(src, logicalBytes);
   const fixed = (s: number, name: string): ByteSource => new ByteSource(src, t.starts[s], t.starts[s] + t.lengths[s], name);
   const frameHeads = new FrameHeadReader(src, t);
   const rawLens = fixed(STREAM_RAW_LENS, 'raw payload lengths');
   const raw = fixed(STREAM_RAW, 'raw payloads');
-  // Unsafe is safe: every byte is written before the buffer is returned (frames end exactly at logicalBytes).
-  const out = Buffer.allocUnsafe(logicalBytes);
   const columns = new ColumnReader(src, out, t.starts[FIXED_STREAMS] ?? src.length, t.lengths.slice(FIXED_STREAMS));
   let off = 0;
   for (let f = 0; f < t.frames; f++) {

@@ -138,7 +138,7 @@ async function writeZlog(seg: Segment, file: SegmentFile, header: Buffer, tmp: s
       const out = buffers.out(window.length, j - k);
       let outBytes = 0;
       for (let i = k; i < j; i++) {
-        for (const c of storeGroup(window.subarray(bounds[i] - bounds[k], bounds[i + 1] - bounds[k]), bounds[i])) {
+        for (const c of storeGroup(window.subarray(bounds[i] - bounds[k], bounds[i + 1] - bounds[k]), bounds[i], buffers)) {
           for (const b of builder.add(c)) outBytes += b.copy(out, outBytes);
         }
         if (performance.now() - sliceStart < SLICE_MS) continue;
@@ -161,19 +161,26 @@ async function writeZlog(seg: Segment, file: SegmentFile, header: Buffer, tmp: s
 }
 
 /**
- * The two buffers of a segment's windows, made once and reused: the logical bytes read, and the chunks made
- * of them (each chunk stores at most its logical bytes, and a group of more than CHUNK_CODEC_BYTES_MAX is
- * stored in slices). A window's chunks used to be kept as their own Buffers until its write and each window
+ * The buffers of a segment's windows, made once and reused: the logical bytes read, each chunk decoded back
+ * to check it, and the chunks made of them (each chunk stores at most its logical bytes, and a group of more
+ * than CHUNK_CODEC_BYTES_MAX is stored in slices). A window's chunks used to be kept as their own Buffers until its write and each window
  * had new buffers of a MiB: while a segment was compacted, the garbage collector ran a full collection
  * (5-10 ms) about every second.
  */
 class WindowBuffers {
   private readBuf = Buffer.alloc(0);
   private outBuf = Buffer.alloc(0);
+  private checkBuf = Buffer.alloc(0);
 
   read(bytes: number): Buffer {
     if (this.readBuf.length < bytes) this.readBuf = Buffer.allocUnsafe(bytes);
     return this.readBuf.subarray(0, bytes);
+  }
+
+  /** What a chunk of `bytes` decodes back into before it is written (storeGroup); a new Buffer each time before. */
+  check(bytes: number): Buffer {
+    if (this.checkBuf.length < bytes) this.checkBuf = Buffer.allocUnsafe(Math.max(bytes, 2 * this.checkBuf.length));
+    return this.checkBuf;
   }
 
   out(logicalBytes: number, groups: number): Buffer {
@@ -198,10 +205,10 @@ function chunkBounds(seg: Segment): number[] {
  * (checked before it is written; the codec itself transforms only frames that check); otherwise stored as
  * it is, in slices.
  */
-function storeGroup(logical: Buffer, logicalStart: number): StoredChunk[] {
+function storeGroup(logical: Buffer, logicalStart: number, buffers: WindowBuffers): StoredChunk[] {
   if (logical.length <= CHUNK_CODEC_BYTES_MAX) {
     const stored = encodeChunk(logical);
-    if (stored.length < logical.length && decodeChunk(stored, logical.length).equals(logical)) {
+    if (stored.length < logical.length && decodeChunk(stored, logical.length, buffers.check(logical.length)).equals(logical)) {
       return [{ logicalStart, logicalBytes: logical.length, logicalCrc: crc32c(logical, 0, logical.length), mode: CHUNK_CODEC, stored }];
     }
   }

@@ -17,6 +17,8 @@ export const SEGMENT_AGE_MS_DEFAULT = 24 * 60 * 60 * 1000;
 export const SYNC_INTERVAL_MS_DEFAULT = 1000;
 /** Write buffer chunk; one async write per chunk. */
 export const WRITE_CHUNK_BYTES = 64 * KIB;
+/** A chunk starts in the rest of the previous chunk's buffer only when at least this much is left. */
+export const WRITE_CHUNK_MIN_BYTES = 8 * KIB;
 /** Bytes accepted but not yet handed to the kernel; beyond this, writes are refused (UnavailableError). */
 export const WRITE_QUEUE_BYTES_MAX = 64 * MIB;
 /**

@@ -11,7 +11,7 @@
  */
 import { FRAME_HEADER_BYTES, FRAME_SUPERSEDE, type FrameType, frameId, frameTs, frameType, sealFrame } from './frame.js';
 import type { Segment } from './segment.js';
-import { WRITE_CHUNK_BYTES, assert } from './constants.js';
+import { WRITE_CHUNK_BYTES, WRITE_CHUNK_MIN_BYTES, assert } from './constants.js';
 
 /** A run of bytes [base, base+len) of `seg` that is not in the kernel yet. */
 export interface MemChunk {
@@ -41,6 +41,13 @@ export interface BufferOwner {
 
 export class WriteBuffer {
   private cur: MemChunk | undefined;
+  /**
+   * The unused tail of the last cut chunk's buffer, where the next chunk starts. A chunk is cut at every
+   * write (each turn of the writer, often a few KiB), and a new 64 KiB ArrayBuffer for each made V8 run a
+   * full collection about every second under steady writes (external memory); now one buffer takes the
+   * chunks of many writes.
+   */
+  private spare: Buffer | undefined;
   private appended = 0;
   private cutAt = 0;
   /** Only segments holding bytes here (or awaiting a rewrite) have an entry. */
@@ -95,6 +102,7 @@ export class WriteBuffer {
     if (c === undefined) return undefined;
     this.cur = undefined;
     this.cutAt = this.appended;
+    this.spare = c.buf.subarray(c.len);
     if (c.len > 0) return c;
     // A frame that failed its checks after the chunk was made for it.
     const s = this.segs.get(c.seg) as SegmentBytes;
@@ -122,10 +130,9 @@ export class WriteBuffer {
     seg.writtenBytes = last.base + last.len;
     assert(seg.writtenBytes <= seg.bytes, 'only appended bytes are written');
     s.unwritten.splice(0, chunks.length);
-    // A mostly empty chunk buffer is copied, not held.
+    // Held as views: the chunks that follow share their buffer (see spare), so a copy would only add garbage.
     for (const c of chunks) {
-      const used = c.buf.subarray(0, c.len);
-      s.unsynced.push({ base: c.base, buf: c.len * 2 >= c.buf.length ? used : Buffer.from(used) });
+      s.unsynced.push({ base: c.base, buf: c.buf.subarray(0, c.len) });
       s.unsyncedBytes += c.len;
     }
   }
@@ -204,7 +211,10 @@ export class WriteBuffer {
     if (c !== undefined && c.len + bytes <= c.buf.length) return c;
     const full = this.cut();
     if (full !== undefined) this.owner.filled(full);
-    const chunk: MemChunk = { seg, base: seg.bytes, buf: Buffer.allocUnsafe(Math.max(WRITE_CHUNK_BYTES, bytes)), len: 0, endLsn: this.appended };
+    const spare = this.spare;
+    this.spare = undefined;
+    const buf = spare !== undefined && spare.length >= Math.max(bytes, WRITE_CHUNK_MIN_BYTES) ? spare : Buffer.allocUnsafe(Math.max(WRITE_CHUNK_BYTES, bytes));
+    const chunk: MemChunk = { seg, base: seg.bytes, buf, len: 0, endLsn: this.appended };
     this.bytesOf(seg).unwritten.push(chunk);
     this.cur = chunk;
     return chunk;

@@ -241,6 +241,17 @@ describe('chunk codec memory', () => {
     // An encode and a decode: 45 KB of ArrayBuffers with zlib's default output buffers, 21 KB without them.
     expect(grownBytes / calls).toBeLessThan(32 * 1024);
   });
+  it('decodes into a given buffer (compaction checks each chunk in one reused buffer)', () => {
+    const logical = sensorChunk(1, 64, sensorRecord);
+    const into = Buffer.alloc(logical.length + 100, 0xee);
+    const decoded = decodeChunk(encodeChunk(logical), logical.length, into);
+    expect(decoded.buffer).toBe(into.buffer);
+    expect(decoded.equals(logical)).toBe(true);
+    expect(into[logical.length]).toBe(0xee);
+    const raw = Buffer.concat([Buffer.of(0), logical]);
+    expect(decodeChunk(raw, logical.length, into).equals(logical)).toBe(true);
+    expect(() => decodeChunk(raw, logical.length, Buffer.alloc(logical.length - 1))).toThrow(/holds it/);
+  });
 });
 
 describe('chunk codec limits', () => {

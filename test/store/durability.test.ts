@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { FaultyIo, allIds, frameBytesOf, openModel, openStore, range, rec, removeTmpDirs, sleep, tmpDir } from './helpers.js';
 import { StoreReadOnlyError } from '../../src/errors.js';
 import { NodeFileIo, nodeFileIo } from '../../src/store/file-io.js';
@@ -171,6 +171,55 @@ describe('durability modes', () => {
     await store.abandon(); // like kill -9: what reached the kernel survives
     const log2 = await openModel(await openStore(dir));
     expect(await allIds(log2)).toEqual(range(1, 100));
+  });
+});
+
+describe('write buffer memory', () => {
+  it('small writes share one buffer: a write job does not take a new 64 KiB ArrayBuffer each time', async () => {
+    // A new ArrayBuffer per write made V8 run a full collection about every second under steady writes.
+    class BufferIo extends NodeFileIo {
+      readonly arrayBuffers = new Set<ArrayBufferLike>();
+      writes = 0;
+      override async writev(fd: number, bufs: Buffer[], pos: number): Promise<number> {
+        this.writes++;
+        for (const b of bufs) this.arrayBuffers.add(b.buffer);
+        return nodeFileIo.writev(fd, bufs, pos);
+      }
+    }
+    const io = new BufferIo();
+    const dir = tmpDir();
+    let store = await openStore(dir, { durability: 'none' }, { fileIo: io });
+    let log = await openModel(store);
+    for (let i = 0; i < 200; i++) {
+      log.save(rec(i));
+      if (i % 2 === 1) await log.durable();
+    }
+    expect(io.writes).toBeGreaterThanOrEqual(100);
+    // 200 records of ~60 bytes: 12 KB, one or two buffers of 64 KiB (the rest of one under 8 KiB starts another).
+    expect(io.arrayBuffers.size).toBeLessThanOrEqual(2);
+    await store.close();
+    store = await openStore(dir);
+    log = await openModel(store);
+    expect(await allIds(log)).toEqual(range(1, 200));
+    expect((await log.page({ current: 1, size: 1, order: 'desc', select: ['seq'] })).records[0].seq).toBe(rec(199).seq);
+    await store.close();
+  });
+  it('packing records takes no new ArrayBuffer: msgpackr writes each payload over the last one', async () => {
+    const store = await openStore(tmpDir(), { durability: 'none' });
+    const log = await openModel(store);
+    log.save(rec(0));
+    // msgpackr's own buffers come from Buffer.allocUnsafeSlow: a new 8 KiB one every ~6 KiB of records before.
+    const slow = vi.spyOn(Buffer, 'allocUnsafeSlow');
+    try {
+      for (let i = 1; i < 2000; i++) log.save(rec(i));
+      expect(slow).not.toHaveBeenCalled();
+    } finally {
+      slow.mockRestore();
+    }
+    const page = await log.page({ current: 2, size: 1000, order: 'asc', select: ['seq', 'dev'] });
+    expect(page.records.map((r) => r.seq)).toEqual(range(1000, 1999));
+    expect(page.records[234].dev).toBe(rec(1234).dev);
+    await store.close();
   });
 });
 
