@@ -14,7 +14,7 @@ import { influxMissing, INFLUX_DB, INFLUX_MEASUREMENT, lineOf, startInflux } fro
 import { redisMissing, startRedis } from './peers/redis.js';
 import { sensorRecord } from './records.js';
 import { printTable, writeResults, type Figure } from './report.js';
-import { processCpuMs, runWrk, startTarget, stopChild, WRK_TIMEOUT_S, type Load, type Target } from './targets.js';
+import { processCpuMs, runWrk, serveNodeFlags, startTarget, stopChild, WRK_TIMEOUT_S, type Load, type Target } from './targets.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -254,7 +254,8 @@ async function main(): Promise<void> {
     figures,
     [
       `${records.toLocaleString()} records; wrk, 1 thread, ${connections} connections, ${seconds} s per figure after a ${WARM_UP_S} s warm-up, on loopback; each`,
-      'server in its own process pinned to core 0 (for Redis: redis-server and its front both), wrk on core 1. Same',
+      'server in its own process pinned to core 0 (for Redis: redis-server and its front both), wrk on core 1; the',
+      `Node servers with the service's node flags (\`${serveNodeFlags().join(' ')}\`, as \`npm run serve\`). Same`,
       'model (6 attributes), same records, same secret check and envelope. The reference answers a list with',
       '`count(*)` + `LIMIT/OFFSET` and the latest with `ORDER BY id DESC LIMIT 1`, as RHILEX does. Writes, when on,',
       'are appended inside the server process by a 10 ms timer (100 records a tick). Peer cells: the peer\'s figure,',

@@ -23,7 +23,7 @@ import { postBody } from './http-post.js';
 import { runInChild, serveChildJob } from './child-job.js';
 import { BENCH_ADMIN, readSampleRule, samplePayload, setUpSampleRule } from './sample-rule.js';
 import { printTable, repoRoot, writeResults, type Figure } from './report.js';
-import { processCpuMs } from './targets.js';
+import { processCpuMs, serveNodeFlags } from './targets.js';
 
 const MIB = 1_048_576;
 /** Pushes per second of the load generator; each carries rate / PUSHES_PER_S payloads. */
@@ -115,18 +115,9 @@ interface Service {
   stop(): Promise<void>;
 }
 
-/** The node flags of `npm run serve`, so the figures are those of the documented command. */
-async function serveNodeArgs(): Promise<string[]> {
-  const pkg = JSON.parse(await readFile(join(repoRoot, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
-  const words = pkg.scripts.serve.trim().split(/\s+/);
-  const cli = words.indexOf('dist/cli.js');
-  if (words[0] !== 'node' || cli < 0) throw new Error(`package.json scripts.serve is not "node [flags] dist/cli.js serve": ${pkg.scripts.serve}`);
-  return words.slice(1, cli);
-}
-
 /** The CLI as an operator runs it; resolves once it printed its address. */
 async function startCli(configFile: string, nodeOptions: string): Promise<Service> {
-  const args = [...(await serveNodeArgs()), join(repoRoot, 'dist', 'cli.js'), 'serve', '--config', configFile];
+  const args = [...serveNodeFlags(), join(repoRoot, 'dist', 'cli.js'), 'serve', '--config', configFile];
   const child = spawn(process.execPath, args, {
     stdio: ['ignore', 'pipe', 'inherit'],
     env: { ...process.env, NODE_OPTIONS: nodeOptions },
@@ -270,7 +261,7 @@ async function main(): Promise<void> {
     printTable('Memory of the service (RSS) beside bare Node', figures);
     const loadAfter = loadavg()[0];
     const notes = [
-      `\`node ${(await serveNodeArgs()).join(' ')} dist/cli.js serve\` (what \`npm run serve\` runs) started as a child process with the default settings except \`data_dir\` (a temporary`,
+      `\`node ${serveNodeFlags().join(' ')} dist/cli.js serve\` (what \`npm run serve\` runs) started as a child process with the default settings except \`data_dir\` (a temporary`,
       'directory), `host = 127.0.0.1`, `port = 0` and `admin_token`;' + (nodeOptions === '' ? ' no NODE_OPTIONS.' : ` NODE_OPTIONS=\`${nodeOptions}\`.`) + ' RSS is VmRSS from /proc; the',
       'baseline column is a bare `node -e "setInterval(()=>{},1000)"` read at the same moments. The load is a',
       `separate process posting ${PUSHES_PER_S} NDJSON pushes a second of ${Math.round(rate / PUSHES_PER_S)} sample payloads each`,

@@ -31,10 +31,22 @@ export interface Target {
   dir?: string;
 }
 
-/** Starts bench/http-target.js with `args` on core 0 and waits for its READY line. */
+/** The node flags of `npm run serve`, so the figures are those of the documented command. */
+export function serveNodeFlags(): string[] {
+  const pkg = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+  const words = pkg.scripts.serve.trim().split(/\s+/);
+  const cli = words.indexOf('dist/cli.js');
+  if (words[0] !== 'node' || cli < 0) throw new Error(`package.json scripts.serve is not "node [flags] dist/cli.js serve": ${pkg.scripts.serve}`);
+  return words.slice(1, cli);
+}
+
+/**
+ * Starts bench/http-target.js with `args` on core 0 and waits for its READY line. Every target (ours and
+ * the peers' Node fronts) runs with the service's node flags: V8's young generation changes the tail.
+ */
 export async function startTarget(label: string, args: string[], log: (m: string) => void): Promise<Target> {
   const script = join(repoRoot, 'dist-bench', 'bench', 'http-target.js');
-  const [cmd, cmdArgs] = pinned(0, process.execPath, [script, ...args]);
+  const [cmd, cmdArgs] = pinned(0, process.execPath, [...serveNodeFlags(), script, ...args]);
   const child = spawn(cmd, cmdArgs, { stdio: ['ignore', 'pipe', 'inherit'] });
   let dir: string | undefined;
   for await (const line of createInterface({ input: child.stdout! })) {
