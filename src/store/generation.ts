@@ -125,6 +125,7 @@ export class Generation {
 
   /** fdatasync, then the manifest records how far the active segment is synced (see ModelLog.checkpoint). */
   async checkpoint(): Promise<void> {
+    this.buffer.releaseIfIdle();
     if (this.writer.state !== 'ok' || !this.manifest) return;
     await this.writer.requestSync();
     await this.manifest.write(() => manifestOf(this.segments));

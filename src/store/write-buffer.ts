@@ -48,6 +48,8 @@ export class WriteBuffer {
    * chunks of many writes.
    */
   private spare: Buffer | undefined;
+  /** appendedLsn at the last releaseIfIdle(). */
+  private idleCheckLsn = -1;
   private appended = 0;
   private cutAt = 0;
   /** Only segments holding bytes here (or awaiting a rewrite) have an entry. */
@@ -94,6 +96,15 @@ export class WriteBuffer {
     payload.copy(c.buf, at + FRAME_HEADER_BYTES);
     seg.lastFrameCrc = sealFrame(c.buf, at, FRAME_SUPERSEDE, id, ts, payload.length);
     return true;
+  }
+
+  /**
+   * Called now and then (the checkpoint): a model that took no frame since the last call lets its spare buffer
+   * go, so an idle model does not hold 64 KiB. The written chunks still in `unsynced` hold theirs until synced.
+   */
+  releaseIfIdle(): void {
+    if (this.appended === this.idleCheckLsn && this.cur === undefined) this.spare = undefined;
+    this.idleCheckLsn = this.appended;
   }
 
   /** Hands `cur` over to be written; undefined when there is nothing to write. */
