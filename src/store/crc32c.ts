@@ -26,6 +26,15 @@ function buildTable(): Int32Array {
 
 /** CRC of buf[start, end). Pass a previous result as `seed` to continue a running CRC. */
 export function crc32c(buf: Uint8Array, start = 0, end = buf.length, seed = 0): number {
+  return crc32cInt32(buf, start, end, seed) >>> 0;
+}
+
+/**
+ * crc32c as a signed 32-bit integer (the same bits), for hot paths that compare it with a stored word read
+ * the same way: an unsigned result of 2^31 or more is not a small integer to V8, and a call that is not
+ * inlined then allocates it (two per frame checked were most of a page read's garbage).
+ */
+export function crc32cInt32(buf: Uint8Array, start: number, end: number, seed = 0): number {
   let crc = ~seed;
   let i = start;
   const t = TABLE;
@@ -42,5 +51,5 @@ export function crc32c(buf: Uint8Array, start = 0, end = buf.length, seed = 0): 
       t[buf[i + 7]];
   }
   for (; i < end; i++) crc = t[(crc ^ buf[i]) & 0xff] ^ (crc >>> 8);
-  return ~crc >>> 0;
+  return ~crc;
 }

@@ -8,7 +8,7 @@
  *  18 ts f64    create_at in ms
  *  26 payload
  */
-import { crc32c } from './crc32c.js';
+import { crc32c, crc32cInt32 } from './crc32c.js';
 import { RECORD_BYTES_MAX } from './constants.js';
 
 export const FRAME_HEADER_BYTES = 26;
@@ -32,7 +32,7 @@ export function sealFrame(buf: Buffer, off: number, type: FrameType, id: number,
   buf[off + 9] = 0;
   buf.writeDoubleLE(id, off + 10);
   buf.writeDoubleLE(ts, off + 18);
-  const crc = crc32c(buf, off + 8, off + 8 + len, crc32c(buf, off, off + 4));
+  const crc = crc32c(buf, off + 8, off + 8 + len, crc32cInt32(buf, off, off + 4));
   buf.writeUInt32LE(crc, off + 4);
   return crc;
 }
@@ -53,8 +53,8 @@ export function checkFrame(buf: Uint8Array, off: number, end: number): number {
   const id = f64(buf, off + 10);
   if (!Number.isSafeInteger(id) || id < 1 || !Number.isFinite(f64(buf, off + 18))) return FRAME_INVALID;
   if (off + 8 + len > end) return FRAME_TRUNCATED;
-  const crc = crc32c(buf, off + 8, off + 8 + len, crc32c(buf, off, off + 4));
-  return crc === u32(buf, off + 4) ? len + 8 : FRAME_INVALID;
+  const crc = crc32cInt32(buf, off + 8, off + 8 + len, crc32cInt32(buf, off, off + 4));
+  return crc === (u32(buf, off + 4) | 0) ? len + 8 : FRAME_INVALID;
 }
 
 /** A header cut short by end-of-data: only the length word can be judged. */

@@ -14,7 +14,7 @@ import { idRangeOf, type IdRange, type TimeRange } from './time-index.js';
 import type { FieldLayout } from './field-layout.js';
 import type { FileIo } from './file-io.js';
 import type { ExportRange, PageJson, PageQuery, PageResult, RecordView } from './types.js';
-import { ITERATE_CHUNK_RECORDS, LATEST_PROJECTIONS_MAX, LINES_RECORDS_MAX, MIB, PAGE_BYTES_MAX } from './constants.js';
+import { ITERATE_CHUNK_RECORDS, LATEST_PROJECTIONS_MAX, LINES_RECORDS_MAX, MIB, PAGE_BYTES_MAX, assert } from './constants.js';
 import { InvalidArgumentError } from '../errors.js';
 
 export interface ReadContext {
@@ -97,8 +97,7 @@ export async function readPageJson(cx: ReadContext, g: Generation, q: PageQuery,
   const printer = printerOf(cx.layout, q);
   const plan = await planPage(cx, g, q, current);
   if (plan === undefined) return undefined;
-  const { bufs, offs, lens, frameBytes } = await readKeptFrames(cx, g, plan.parts);
-  const n = bufs.length;
+  const { bufs, offs, lens, count: n, frameBytes } = await readKeptFrames(cx, g, plan.parts);
   const out = new JsonOut(2 * frameBytes + n * printer.keyBytes + 2);
   out.ascii('[');
   for (let k = 0; k < n; k++) {
@@ -110,22 +109,26 @@ export async function readPageJson(cx: ReadContext, g: Generation, q: PageQuery,
   return { total: plan.total, json: out.buf.subarray(0, out.pos) };
 }
 
+function keptFrames(framesMax: number): KeptFrames {
+  return { bufs: new Array<Buffer>(framesMax), offs: new Int32Array(framesMax), lens: new Int32Array(framesMax), count: 0, frameBytes: 0 };
+}
+
 /** The frames of a plan, newest version of each id, in id order (readPlanned without making records of them). */
 async function readKeptFrames(cx: ReadContext, g: Generation, parts: readonly Part[]): Promise<KeptFrames> {
-  const kept: KeptFrames = { bufs: [], offs: [], lens: [], frameBytes: 0 };
+  let idsAsked = 0;
+  for (const p of parts) idsAsked += p.hi - p.lo + 1;
+  const kept = keptFrames(idsAsked);
   await readPlannedFrames(
     cx.io,
     g.buffer,
     parts,
     (buf, off, bytes, _id, again) => {
-      if (again) {
-        kept.frameBytes -= kept.lens.pop()!;
-        kept.bufs.pop();
-        kept.offs.pop();
-      }
-      kept.bufs.push(buf);
-      kept.offs.push(off);
-      kept.lens.push(bytes);
+      if (again) kept.frameBytes -= kept.lens[--kept.count];
+      const k = kept.count++;
+      assert(k < idsAsked, 'a read keeps one frame per id asked');
+      kept.bufs[k] = buf;
+      kept.offs[k] = off;
+      kept.lens[k] = bytes;
       kept.frameBytes += bytes;
     },
     cx.lost,
@@ -153,7 +156,7 @@ export async function readLines(cx: ReadContext, g: Generation, fromId: number, 
   }
   const a = Math.max(fromId, g.segments[0].firstId);
   const end = Math.min(toId, newestRecordId(g.segments));
-  if (a > end) return printer.print({ bufs: [], offs: [], lens: [], frameBytes: 0 }, toId);
+  if (a > end) return printer.print(keptFrames(0), toId);
   const hi = fitRange(g.segments, a, Math.min(end, a + LINES_RECORDS_MAX - 1), PAGE_BYTES_MAX);
   const frames = await readKeptFrames(cx, g, planParts(g.segments, a, hi));
   return printer.print(frames, hi < end ? hi : toId);

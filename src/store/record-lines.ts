@@ -39,11 +39,15 @@ export interface RecordLines {
   printMs: number;
 }
 
-/** The frames a read kept, in id order: `lens[k]` bytes at `offs[k]` in `bufs[k]`, CRC-checked. */
+/**
+ * The frames a read kept, in id order: for k < count, `lens[k]` bytes at `offs[k]` in `bufs[k]`, CRC-checked.
+ * Sized once for the ids asked: three arrays grown frame by frame were most of a page's garbage.
+ */
 export interface KeptFrames {
   bufs: Buffer[];
-  offs: number[];
-  lens: number[];
+  offs: Int32Array;
+  lens: Int32Array;
+  count: number;
   frameBytes: number;
 }
 
@@ -92,7 +96,7 @@ export class LinePrinter {
   /** Prints the frames' records as lines; `throughId` is the caller's. */
   print(frames: KeptFrames, throughId: number): RecordLines {
     const startedMs = performance.now();
-    const n = frames.bufs.length;
+    const n = frames.count;
     const out = new JsonOut(2 * frames.frameBytes + n * this.keyBytes);
     const lines: RecordLines = { text: out.buf, ids: new Array(n), createAtMs: new Array(n), ends: new Array(n), chars: new Array(n), throughId, printMs: 0 };
     for (let k = 0; k < n; k++) {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { crc32c } from '../../src/store/crc32c.js';
+import { crc32c, crc32cInt32 } from '../../src/store/crc32c.js';
 import { FRAME_HEADER_BYTES, FRAME_INVALID, FRAME_SAVE, FRAME_TRUNCATED, checkFrame, findNextFrame, frameId, sealFrame } from '../../src/store/frame.js';
 
 function frame(id: number, payload: Buffer): Buffer {
@@ -27,6 +27,20 @@ describe('crc32c', () => {
     const data = Buffer.from(Array.from({ length: 100 }, (_, i) => (i * 37 + 11) & 0xff));
     for (let n = 0; n <= data.length; n++) expect(crc32c(data, 0, n)).toBe(ref(data.subarray(0, n)));
     expect(crc32c(data, 40, 100, crc32c(data, 0, 40))).toBe(ref(data));
+  });
+
+  it('gives the same bits as a signed integer (the hot paths), continued from either form', () => {
+    const data = Buffer.from(Array.from({ length: 64 }, (_, i) => (i * 91 + 7) & 0xff));
+    let high = 0;
+    for (let n = 0; n <= data.length; n++) {
+      const signed = crc32cInt32(data, 0, n);
+      expect(signed | 0).toBe(signed);
+      expect(signed >>> 0).toBe(crc32c(data, 0, n));
+      if (signed < 0) high++;
+    }
+    expect(high).toBeGreaterThan(0); // some CRCs are >= 2^31: the case that differs
+    expect(crc32cInt32(data, 20, 64, crc32cInt32(data, 0, 20)) >>> 0).toBe(crc32c(data));
+    expect(crc32cInt32(data, 20, 64, crc32c(data, 0, 20)) >>> 0).toBe(crc32c(data));
   });
 });
 
