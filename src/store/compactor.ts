@@ -163,9 +163,9 @@ async function writeZlog(seg: Segment, file: SegmentFile, header: Buffer, tmp: s
 /**
  * The buffers of a segment's windows, made once and reused: the logical bytes read, each chunk decoded back
  * to check it, and the chunks made of them (each chunk stores at most its logical bytes, and a group of more
- * than CHUNK_CODEC_BYTES_MAX is stored in slices). A window's chunks used to be kept as their own Buffers until its write and each window
- * had new buffers of a MiB: while a segment was compacted, the garbage collector ran a full collection
- * (5-10 ms) about every second.
+ * than CHUNK_CODEC_BYTES_MAX is stored in slices). A window's chunks used to be kept as their own Buffers
+ * until its write and each window had new buffers of a MiB: while a segment was compacted, the garbage
+ * collector ran a full collection (5-10 ms) about every second.
  */
 class WindowBuffers {
   private readBuf = Buffer.alloc(0);
