@@ -204,6 +204,31 @@ describe('write buffer memory', () => {
     expect((await log.page({ current: 1, size: 1, order: 'desc', select: ['seq'] })).records[0].seq).toBe(rec(199).seq);
     await store.close();
   });
+  it('a model idle from one checkpoint to the next lets its buffer go; a busy one keeps it', async () => {
+    const seen: ArrayBufferLike[] = [];
+    class BufferIo extends NodeFileIo {
+      override async writev(fd: number, bufs: Buffer[], pos: number): Promise<number> {
+        for (const b of bufs) seen.push(b.buffer);
+        return nodeFileIo.writev(fd, bufs, pos);
+      }
+    }
+    const store = await openStore(tmpDir(), { durability: 'interval' }, { fileIo: new BufferIo() });
+    const log = await openModel(store);
+    const writeOne = async (i: number): Promise<ArrayBufferLike> => {
+      log.save(rec(i));
+      await log.durable();
+      return seen[seen.length - 1];
+    };
+    const first = await writeOne(0);
+    await log.checkpoint(); // a write since the last check: kept
+    expect(await writeOne(1)).toBe(first);
+    await log.checkpoint();
+    await log.checkpoint(); // nothing written between these two: let go
+    expect(await writeOne(2)).not.toBe(first);
+    expect(await allIds(log)).toEqual([1, 2, 3]);
+    await store.close();
+  });
+
   it('packing records takes no new ArrayBuffer: msgpackr writes each payload over the last one', async () => {
     const store = await openStore(tmpDir(), { durability: 'none' });
     const log = await openModel(store);
