@@ -114,17 +114,18 @@ class StraddleReader {
     this.syncReads++;
     const a = summary.blockFirstId(block);
     const [start, end] = seg.byteRange(a, b);
-    let builder = new BlockColumnsBuilder(b, plan, b - a + 1, this.allocate);
+    const fresh = (): BlockColumnsBuilder => new BlockColumnsBuilder(b, plan, b - a + 1, this.allocate);
+    let builder = fresh();
     // A compacted block's values come straight from its chunk's column streams; else (or when that read
     // gives up) from the frames, which also reports what is lost.
     const compacted = seg.file.isCompacted;
     if (!compacted || !seg.file.readColumnsSync(start, end - start, columns, builder.chunkSink(a, b))) {
-      if (compacted) builder = new BlockColumnsBuilder(b, plan, b - a + 1, this.allocate);
+      if (compacted) builder = fresh();
       if (this.scratch.length < end - start) this.scratch = Buffer.allocUnsafe(Math.max(end - start, 2 * this.scratch.length));
       const buf = this.scratch.subarray(0, end - start);
       readBytesSync(this.buffered, seg, buf, start, end);
       if (!builder.addFrames(buf, a, b)) {
-        builder = new BlockColumnsBuilder(b, plan, b - a + 1, this.allocate);
+        builder = fresh();
         visitFrames(buf, a, b, (frames, off, bytes, _id, again) => builder.add(frames, off, off + bytes, again), this.lost);
       }
     }

@@ -30,8 +30,8 @@ export function sealFrame(buf: Buffer, off: number, type: FrameType, id: number,
   buf.writeUInt32LE(len, off);
   buf[off + 8] = type;
   buf[off + 9] = 0;
-  buf.writeDoubleLE(id, off + 10);
-  buf.writeDoubleLE(ts, off + 18);
+  buf.writeDoubleLE(id, off + FRAME_ID_OFFSET);
+  buf.writeDoubleLE(ts, off + FRAME_TS_OFFSET);
   const crc = crc32c(buf, off + 8, off + 8 + len, crc32cInt32(buf, off, off + 4));
   buf.writeUInt32LE(crc, off + 4);
   return crc;
@@ -50,8 +50,8 @@ export function checkFrame(buf: Uint8Array, off: number, end: number): number {
   if (len < LEN_FIXED || len + 8 > FRAME_BYTES_MAX) return FRAME_INVALID;
   const type = buf[off + 8];
   if ((type !== FRAME_SAVE && type !== FRAME_SUPERSEDE) || buf[off + 9] !== 0) return FRAME_INVALID;
-  const id = f64(buf, off + 10);
-  if (!Number.isSafeInteger(id) || id < 1 || !Number.isFinite(f64(buf, off + 18))) return FRAME_INVALID;
+  const id = f64(buf, off + FRAME_ID_OFFSET);
+  if (!Number.isSafeInteger(id) || id < 1 || !Number.isFinite(f64(buf, off + FRAME_TS_OFFSET))) return FRAME_INVALID;
   if (off + 8 + len > end) return FRAME_TRUNCATED;
   const crc = crc32cInt32(buf, off + 8, off + 8 + len, crc32cInt32(buf, off, off + 4));
   return crc === (u32(buf, off + 4) | 0) ? len + 8 : FRAME_INVALID;
@@ -72,7 +72,7 @@ export function findNextFrame(buf: Uint8Array, from: number, end: number, minId:
   for (let off = from + 1; off + FRAME_HEADER_BYTES <= end; off++) {
     const type = buf[off + 8];
     if ((type !== FRAME_SAVE && type !== FRAME_SUPERSEDE) || buf[off + 9] !== 0) continue;
-    if (f64(buf, off + 10) < minId) continue;
+    if (f64(buf, off + FRAME_ID_OFFSET) < minId) continue;
     if (checkFrame(buf, off, end) > 0) return off;
   }
   return -1;
