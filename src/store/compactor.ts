@@ -14,10 +14,8 @@ import { CHUNK_CODEC, CHUNK_HEAD_BYTES, CHUNK_STORED, ChunkTableBuilder, type Ch
 import { decodeChunk, encodeChunk } from './chunk-codec.js';
 import { type FileIo, writeFully } from './file-io.js';
 import type { SegmentFile } from './segment-file.js';
-import { KIB, MIB, assert } from './constants.js';
+import { CHUNK_CODEC_BYTES_MAX, MIB, assert } from './constants.js';
 
-/** A sparse-index group larger than this (records near the 1 MiB limit) is stored as it is, in slices this big. */
-export const CHUNK_CODEC_BYTES_MAX = 256 * KIB;
 /**
  * The newest sealed segments stay as written, with the active one: recent data is what pages, dashboards
  * and new aggregation intervals read most (a compacted block costs a chunk decode, ~40 µs, instead of a

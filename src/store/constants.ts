@@ -19,6 +19,8 @@ export const SYNC_INTERVAL_MS_DEFAULT = 1000;
 export const WRITE_CHUNK_BYTES = 64 * KIB;
 /** A chunk starts in the rest of the previous chunk's buffer only when at least this much is left. */
 export const WRITE_CHUNK_MIN_BYTES = 8 * KIB;
+/** A sparse-index group larger than this (records near the 1 MiB limit) is compacted as it is, in slices this big. */
+export const CHUNK_CODEC_BYTES_MAX = 256 * KIB;
 /** Bytes accepted but not yet handed to the kernel; beyond this, writes are refused (UnavailableError). */
 export const WRITE_QUEUE_BYTES_MAX = 64 * MIB;
 /**

@@ -17,7 +17,7 @@ import { crc32c } from './crc32c.js';
 import { u32 } from './frame.js';
 import { decodeChunk, readChunkColumns, type ChunkFrameSink } from './chunk-codec.js';
 import { type FileIo, readFully, readFullySync } from './file-io.js';
-import { SEGMENT_HEADER_BYTES, assert } from './constants.js';
+import { CHUNK_CODEC_BYTES_MAX, SEGMENT_HEADER_BYTES, assert } from './constants.js';
 
 const MAGIC = 0x5a474c53; // "SLGZ"
 const VERSION = 1;
@@ -213,7 +213,24 @@ function storedChunk(t: ChunkTable, raw: Buffer, k: number, off: number): Buffer
   return raw.subarray(off + CHUNK_HEAD_BYTES, storedEnd);
 }
 
-/** Logical bytes of chunk k (its head at raw[off]), checked at both ends; undefined when any check fails. */
+/**
+ * What chunkBytes decodes into. Its callers copy or check the logical bytes before the next call: a new
+ * Buffer of a few KiB per chunk read was external memory that V8 collects only with a full collection.
+ * It grows to the largest chunk compaction codes; a larger one (only a damaged or foreign file says so)
+ * gets a Buffer of its own.
+ */
+let decodeScratch = Buffer.alloc(0);
+
+function decodeInto(bytes: number): Buffer | undefined {
+  if (bytes > CHUNK_CODEC_BYTES_MAX) return undefined;
+  if (decodeScratch.length < bytes) decodeScratch = Buffer.allocUnsafe(Math.min(CHUNK_CODEC_BYTES_MAX, Math.max(bytes, 2 * decodeScratch.length)));
+  return decodeScratch;
+}
+
+/**
+ * Logical bytes of chunk k (its head at raw[off]), checked at both ends; undefined when any check fails.
+ * Valid until the next call: a decoded chunk lies in a buffer the next one reuses.
+ */
 export function chunkBytes(t: ChunkTable, raw: Buffer, k: number, off: number): Buffer | undefined {
   const stored = storedChunk(t, raw, k, off);
   if (stored === undefined) return undefined;
@@ -221,7 +238,7 @@ export function chunkBytes(t: ChunkTable, raw: Buffer, k: number, off: number): 
   let logical: Buffer;
   try {
     if (raw[off + 12] === CHUNK_STORED) logical = stored;
-    else if (raw[off + 12] === CHUNK_CODEC) logical = decodeChunk(stored, logicalBytes);
+    else if (raw[off + 12] === CHUNK_CODEC) logical = decodeChunk(stored, logicalBytes, decodeInto(logicalBytes));
     else return undefined;
   } catch {
     return undefined;

@@ -4,6 +4,7 @@ import type { ModelLog } from '../../src/store/model-log.js';
 import type { Store } from '../../src/store/store.js';
 import type { RecordView } from '../../src/store/types.js';
 import { openModel, openStore, rec, removeTmpDirs, tmpDir } from './helpers.js';
+import { CHUNK_CODEC, chunkBytes, readChunkTableSync, type ChunkTable } from '../../src/store/zlog.js';
 
 afterEach(() => {
   vi.useRealTimers();
@@ -96,6 +97,32 @@ describe('compacted sealed segments', () => {
     expect(log.stats().lastId).toBe(3500);
     await again.close();
     await raw.close();
+  });
+
+  it('chunks read from a .zlog are decoded into one reused buffer, each checked against its CRC', async () => {
+    const dir = tmpDir();
+    const store = await openStore(dir, compacting);
+    const log = await openModel(store);
+    await fill(log, 1500);
+    await log.compactionIdle();
+    const mdir = `${dir}/m`;
+    const [zlog] = files(mdir, '.zlog');
+    const raw = fs.readFileSync(`${mdir}/${zlog}`);
+    const fd = fs.openSync(`${mdir}/${zlog}`, 'r');
+    const table = readChunkTableSync(fd, raw.length);
+    fs.closeSync(fd);
+    expect(table).toBeDefined();
+    const t = table as ChunkTable;
+    const coded = [...t.fileOffsets.keys()].filter((k) => k < t.fileOffsets.length - 1 && raw[t.fileOffsets[k] + 12] === CHUNK_CODEC);
+    expect(coded.length).toBeGreaterThanOrEqual(2);
+    const [k1, k2] = coded;
+    const first = chunkBytes(t, raw, k1, t.fileOffsets[k1]) as Buffer;
+    const firstBytes = Buffer.from(first);
+    const second = chunkBytes(t, raw, k2, t.fileOffsets[k2]) as Buffer;
+    expect(second.buffer).toBe(first.buffer);
+    expect(second.length).toBe(t.logicalStarts[k2 + 1] - t.logicalStarts[k2]);
+    expect(chunkBytes(t, raw, k1, t.fileOffsets[k1])?.equals(firstBytes)).toBe(true);
+    await store.close();
   });
 
   it('compaction off leaves sealed segments as written; turned on later, it compacts them at open', async () => {
