@@ -12,6 +12,7 @@ import { StatsTable, type FieldStats } from './stats-table.js';
 import { COARSE_BLOCKS, SUMMARY_BLOCK_RECORDS, SegmentSummary } from './segment-summary.js';
 import type { SummaryBook } from './summaries.js';
 import { straddleCache } from './straddle-cache.js';
+import { blockIntact } from './block-checksum.js';
 import { BlockColumnsBuilder, ColumnPlan, type BlockColumns } from './block-columns.js';
 import { InvalidArgumentError } from '../errors.js';
 
@@ -124,7 +125,7 @@ class StraddleReader {
       if (this.scratch.length < end - start) this.scratch = Buffer.allocUnsafe(Math.max(end - start, 2 * this.scratch.length));
       const buf = this.scratch.subarray(0, end - start);
       readBytesSync(this.buffered, seg, buf, start, end);
-      if (!builder.addFrames(buf, a, b)) {
+      if (!builder.addFrames(buf, a, b, blockIntact(summary, block, buf))) {
         builder = fresh();
         visitFrames(buf, a, b, (frames, off, bytes, _id, again) => builder.add(frames, off, off + bytes, again), this.lost);
       }

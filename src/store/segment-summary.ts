@@ -1,6 +1,7 @@
 /**
  * The summary of one segment (see summaries.ts): per block of SUMMARY_BLOCK_RECORDS ids the records'
- * min/max create_at, their number and per field count/min/max/sum/first/last, plus a coarse level.
+ * min/max create_at, their number and per field count/min/max/sum/first/last, the checksum of the block's
+ * bytes (block-checksum.ts), plus a coarse level.
  * Its own module so the file format (summary-file.ts) and the book (summaries.ts) both build on it.
  */
 import { StatsTable } from './stats-table.js';
@@ -18,6 +19,12 @@ export class SegmentSummary {
   minTs: Float64Array;
   maxTs: Float64Array;
   records: Float64Array;
+  /** Per block: CRC-32 of its bytes, taken once each of its frames passed its own CRC; valid where blockBytes > 0. */
+  blockCrc: Int32Array;
+  /** Per block: how many bytes blockCrc covers; 0 while not taken (a block not complete yet, or damaged). */
+  blockBytes: Uint32Array;
+  /** Blocks [0, checkedBlocks) have been through the checksum pass, whatever it found. */
+  checkedBlocks = 0;
   /** The smallest create_at folded (a clock step can put it after the first record). */
   tsMin = Infinity;
   readonly table: StatsTable;
@@ -39,6 +46,8 @@ export class SegmentSummary {
     this.minTs = new Float64Array(capacity);
     this.maxTs = new Float64Array(capacity);
     this.records = new Float64Array(capacity);
+    this.blockCrc = new Int32Array(capacity);
+    this.blockBytes = new Uint32Array(capacity);
     this.table = new StatsTable(fieldCount, capacity);
     this.coarseTable = new StatsTable(fieldCount, 0);
   }
@@ -101,7 +110,7 @@ export class SegmentSummary {
 
   /** Bytes of its arrays, both levels, and an estimate of its dictionary of non-numeric values. */
   bytes(): number {
-    const arrays = [this.minTs, this.maxTs, this.records, this.coarseMinTs, this.coarseMaxTs, this.coarseRecords];
+    const arrays = [this.minTs, this.maxTs, this.records, this.blockCrc, this.blockBytes, this.coarseMinTs, this.coarseMaxTs, this.coarseRecords];
     return arrays.reduce((n, a) => n + a.byteLength, 0) + this.table.bytes() + this.coarseTable.bytes();
   }
 
@@ -111,14 +120,16 @@ export class SegmentSummary {
       this.minTs = grown(this.minTs, cap);
       this.maxTs = grown(this.maxTs, cap);
       this.records = grown(this.records, cap);
+      this.blockCrc = grown(this.blockCrc, cap);
+      this.blockBytes = grown(this.blockBytes, cap);
       this.table.grow(cap);
     }
     this.blocks++;
   }
 }
 
-function grown(a: Float64Array, length: number): Float64Array {
-  const g = new Float64Array(length);
+function grown<A extends Float64Array | Int32Array | Uint32Array>(a: A, length: number): A {
+  const g = new (a.constructor as new (n: number) => A)(length);
   g.set(a);
   return g;
 }

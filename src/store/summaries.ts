@@ -8,7 +8,8 @@
  * describes it, else from the segment, then the file is written; the active segment: from the segment),
  * and each later aggregation folds only the records written since. Only ids below the model's newest
  * record are folded, because update-last may still change the newest one (the aggregation takes it from
- * memory). Records lost to corruption are not in a summary, as they are not in a page. A summary
+ * memory). Each block gets the checksum of its bytes once complete (block-checksum.ts). Records lost to
+ * corruption are not in a summary, as they are not in a page. A summary
  * belongs to its Segment object, so retention, clear and close drop it with the segment; retention also
  * removes the file (retention.ts), and files of segments that are gone otherwise are removed when a
  * model's summaries are first used.
@@ -19,6 +20,7 @@ import type { Segment } from './segment.js';
 import type { FileIo } from './file-io.js';
 import { decodeSummary, encodeSummary, parseSummaryName, summaryName } from './summary-file.js';
 import { SegmentSummary } from './segment-summary.js';
+import { checksumBlocks } from './block-checksum.js';
 import { PAGE_BYTES_MAX } from './constants.js';
 import { SerialQueue } from '../util/atomic-file.js';
 
@@ -77,6 +79,9 @@ export class SummaryBook {
       s.coveredTo = hi;
       lo = hi + 1;
     }
+    const whole = i + 1 < segments.length && s.coveredTo === end;
+    // A summary read from a file of the first version has no checksums: written again once it has them.
+    if ((await checksumBlocks(this.buffered, seg, s, whole)) > 0 && whole) s.persisted = false;
     if (!s.persisted && seg.sealedOnDisk && s.coveredTo === end && this.current()) {
       s.persisted = true;
       // Not awaited: a failed write only means the next open builds it again.

@@ -7,8 +7,12 @@
  *   0 magic "SSUM" u32 · 4 version u16 · 6 block records u16 · 8 segNo u32 · 12 field count u32
  *  16 blocks u32 · 20 lastFrameCrc u32 · 24 firstId f64 · 32 coveredTo f64 · 40 dataEnd f64 · 48 tsMin f64
  *  56 bool flags, one byte per field, padded to 8 · then f64 arrays: minTs, maxTs, records (one per block),
- *  per field 6 per block · then u32 length + msgpack of the non-numeric first/last values
+ *  per field 6 per block · (version 2) then per block the i32 checksum of its bytes and the u32 bytes it
+ *  covers, 0 for none (block-checksum.ts) · then u32 length + msgpack of the non-numeric first/last values
  *  [[field, key, value], ...] · then the CRC u32.
+ *
+ * A file of version 1 (no checksums) is still read; the summary pass then takes the checksums and the file
+ * is written again as version 2.
  */
 import { Packr, Unpackr } from 'msgpackr';
 import { crc32c } from './crc32c.js';
@@ -18,7 +22,8 @@ import { STATS_PER_FIELD } from './stats-table.js';
 import { SUMMARY_BLOCK_RECORDS, SegmentSummary } from './segment-summary.js';
 
 const MAGIC = 0x4d555353; // "SSUM"
-const VERSION = 1;
+const VERSION = 2;
+const VERSION_WITHOUT_CHECKSUMS = 1;
 const HEAD = 56;
 const packr = new Packr({ useRecords: false });
 const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true });
@@ -35,7 +40,7 @@ export function parseSummaryName(name: string): number | undefined {
 export function encodeSummary(s: SegmentSummary, seg: Segment): Buffer {
   const fields = s.table.fieldCount;
   const flagsBytes = Math.ceil(fields / 8) * 8;
-  const arraysBytes = 8 * s.blocks * (3 + STATS_PER_FIELD * fields);
+  const arraysBytes = 8 * s.blocks * (3 + STATS_PER_FIELD * fields) + 8 * s.blocks;
   const others: Array<[number, number, unknown]> = [];
   s.table.forEachOther((f, key, v) => {
     if (key < 2 * s.blocks) others.push([f, key, v]);
@@ -55,14 +60,17 @@ export function encodeSummary(s: SegmentSummary, seg: Segment): Buffer {
   b.writeDoubleLE(s.tsMin, 48);
   for (let f = 0; f < fields; f++) b[HEAD + f] = s.table.bools[f] ? 1 : 0;
   let at = HEAD + flagsBytes;
-  const put = (a: Float64Array, n: number): void => {
-    b.set(new Uint8Array(a.buffer, a.byteOffset, n * 8), at);
-    at += n * 8;
+  const put = (a: Float64Array | Int32Array | Uint32Array, n: number): void => {
+    const bytes = n * a.BYTES_PER_ELEMENT;
+    b.set(new Uint8Array(a.buffer, a.byteOffset, bytes), at);
+    at += bytes;
   };
   put(s.minTs, s.blocks);
   put(s.maxTs, s.blocks);
   put(s.records, s.blocks);
   for (const st of s.table.stats) put(st, s.blocks * STATS_PER_FIELD);
+  put(s.blockCrc, s.blocks);
+  put(s.blockBytes, s.blocks);
   b.writeUInt32LE(packed.length, at);
   packed.copy(b, at + 4);
   at += 4 + packed.length;
@@ -72,14 +80,16 @@ export function encodeSummary(s: SegmentSummary, seg: Segment): Buffer {
 
 /** The summary in `b` when it is intact and describes `seg` covered up to `end`; else undefined. */
 export function decodeSummary(b: Buffer, seg: Segment, end: number, fieldCount: number): SegmentSummary | undefined {
-  if (b.length < HEAD + 8 || u32(b, 0) !== MAGIC || b.readUInt16LE(4) !== VERSION || b.readUInt16LE(6) !== SUMMARY_BLOCK_RECORDS) return undefined;
+  if (b.length < HEAD + 8 || u32(b, 0) !== MAGIC || b.readUInt16LE(6) !== SUMMARY_BLOCK_RECORDS) return undefined;
+  const version = b.readUInt16LE(4);
+  if (version !== VERSION && version !== VERSION_WITHOUT_CHECKSUMS) return undefined;
   if (crc32c(b, 0, b.length - 4) !== u32(b, b.length - 4)) return undefined;
   const fields = u32(b, 12);
   const blocks = u32(b, 16);
   if (u32(b, 8) !== seg.segNo || fields !== fieldCount || u32(b, 20) !== seg.lastFrameCrc) return undefined;
   if (b.readDoubleLE(24) !== seg.firstId || b.readDoubleLE(32) !== end || b.readDoubleLE(40) !== seg.bytes) return undefined;
   const flagsBytes = Math.ceil(fields / 8) * 8;
-  const arraysBytes = 8 * blocks * (3 + STATS_PER_FIELD * fields);
+  const arraysBytes = 8 * blocks * (3 + STATS_PER_FIELD * fields) + (version === VERSION ? 8 * blocks : 0);
   let at = HEAD + flagsBytes;
   if (at + arraysBytes + 8 > b.length) return undefined;
   const s = new SegmentSummary(seg.firstId, fields, Math.max(blocks, 1));
@@ -87,14 +97,20 @@ export function decodeSummary(b: Buffer, seg: Segment, end: number, fieldCount: 
   s.coveredTo = end;
   s.tsMin = b.readDoubleLE(48);
   for (let f = 0; f < fields; f++) s.table.bools[f] = b[HEAD + f] === 1;
-  const take = (a: Float64Array, n: number): void => {
-    new Uint8Array(a.buffer, a.byteOffset, n * 8).set(b.subarray(at, at + n * 8));
-    at += n * 8;
+  const take = (a: Float64Array | Int32Array | Uint32Array, n: number): void => {
+    const bytes = n * a.BYTES_PER_ELEMENT;
+    new Uint8Array(a.buffer, a.byteOffset, bytes).set(b.subarray(at, at + bytes));
+    at += bytes;
   };
   take(s.minTs, blocks);
   take(s.maxTs, blocks);
   take(s.records, blocks);
   for (const st of s.table.stats) take(st, blocks * STATS_PER_FIELD);
+  if (version === VERSION) {
+    take(s.blockCrc, blocks);
+    take(s.blockBytes, blocks);
+    s.checkedBlocks = blocks;
+  }
   const len = u32(b, at);
   if (at + 4 + len + 4 !== b.length) return undefined;
   const others = unpackr.unpack(b.subarray(at + 4, at + 4 + len)) as Array<[number, number, unknown]>;
