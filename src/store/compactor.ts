@@ -25,8 +25,12 @@ import { CHUNK_CODEC_BYTES_MAX, MIB, assert } from './constants.js';
 export const NEWEST_SEALED_KEPT = 1;
 /** Logical bytes read from the `.log` per read. */
 const READ_BYTES_MAX = 1 * MIB;
-/** Work between two turns of the event loop, so reads and writes keep their latency. */
-const SLICE_MS = 2;
+/**
+ * Work between two turns of the event loop, so reads and writes keep their latency: a request that comes
+ * during a slice waits for its end. 2 ms slices put p99 of queryLastData at 5.8-7.1 ms while a segment of
+ * the HTTP bench was compacted under 10k writes/s; 0.5 ms slices at 4.5-5.8 ms (docs/performance.md).
+ */
+const SLICE_MS = 0.5;
 /**
  * Share of the main thread compaction takes at most: after a slice it waits four times as long. About
  * 100k records/s are compacted that way, ten times a busy gateway's rate; a faster producer only leaves
