@@ -354,9 +354,13 @@ describe('block checksums (an edge block whose bytes match is walked without its
     log = await openModel(store);
     await checkRandom(log, 22, 1500 * 137, 3);
     // Read as version 1, then written again with the checksums the summary pass took.
-    await vi.waitFor(() => {
-      for (const name of sums) expect(fs.readFileSync(path.join(mdir, name)).equals(written.get(name) as Buffer)).toBe(true);
-    });
+    // The files are written in the background (tmp, fsync, rename), one per sealed segment.
+    await vi.waitFor(
+      () => {
+        for (const name of sums) expect(fs.readFileSync(path.join(mdir, name)).equals(written.get(name) as Buffer)).toBe(true);
+      },
+      { timeout: 10_000, interval: 50 },
+    );
     await store.close();
   });
 
