@@ -82,7 +82,8 @@ const SYNC_READS_PER_TURN = 256;
  * trip through the thread pool, so blocks are read synchronously, SYNC_READS_PER_TURN between turns of the
  * event loop, the part still in memory (active segment) copied from the write buffer as readRange does.
  * Each block is placed before the next is read: holding every decoded straddle of a call until the end
- * took 64 values of every asked column per bucket edge (up to 10,000 edges of 1,024 columns: 5 GiB).
+ * took 64 values of every asked column per bucket edge (up to 10,000 edges of 1,024 columns: 5 GiB). So a
+ * block the cache does not keep (straddleCache.admit) is decoded into one reused array.
  */
 class StraddleReader {
   /** Blocks are read into this one buffer: the builder copies out what it keeps. */
@@ -90,10 +91,18 @@ class StraddleReader {
   private readonly plan: ColumnPlan;
   private syncReads = 0;
   private readonly allocate = (doubles: number): Float64Array => straddleCache.allocate(doubles);
+  /** Values of the blocks not kept, each placed before the next is read. */
+  private scratchValues = new Float64Array(0);
+  private readonly allocateScratch = (doubles: number): Float64Array => {
+    if (this.scratchValues.length < doubles) this.scratchValues = new Float64Array(Math.max(doubles, 2 * this.scratchValues.length));
+    return this.scratchValues.subarray(0, doubles).fill(0);
+  };
 
   constructor(
     private readonly buffered: BufferedBytes,
     private readonly columns: readonly number[],
+    /** The aggregation's: a block is kept once read twice for the same interval (straddleCache.admit). */
+    private readonly intervalMs: number,
     private readonly lost: LostFn,
   ) {
     this.plan = new ColumnPlan(columns);
@@ -113,9 +122,10 @@ class StraddleReader {
     const cached = straddleCache.get(summary, block, b, columns);
     if (cached) return cached;
     this.syncReads++;
+    const keep = straddleCache.admit(summary, block, this.intervalMs);
     const a = summary.blockFirstId(block);
     const [start, end] = seg.byteRange(a, b);
-    const fresh = (): BlockColumnsBuilder => new BlockColumnsBuilder(b, plan, b - a + 1, this.allocate);
+    const fresh = (): BlockColumnsBuilder => new BlockColumnsBuilder(b, plan, b - a + 1, keep ? this.allocate : this.allocateScratch);
     let builder = fresh();
     // A compacted block's values come straight from its chunk's column streams; else (or when that read
     // gives up) from the frames, which also reports what is lost.
@@ -131,7 +141,7 @@ class StraddleReader {
       }
     }
     const decoded = builder.finish();
-    straddleCache.put(summary, block, decoded);
+    if (keep) straddleCache.put(summary, block, decoded);
     return [decoded];
   }
 }
@@ -228,7 +238,7 @@ export async function aggregate(
       acc.addColumn(f, rowOf, parts[p].values, (slot + 1) * n, parts[p].others[slot], n);
     }
   };
-  const straddleReader = new StraddleReader(buffered, fieldIndexes, lost);
+  const straddleReader = new StraddleReader(buffered, fieldIndexes, intervalMs, lost);
   for (let b = 0; b < unitCount; b++) {
     const row = rows[b];
     if (row < 0) {

@@ -6,6 +6,11 @@
  * covered id is the same. An entry serves the columns it was decoded for; asking for others decodes the
  * block again and the entry keeps both decodings (parts). One cache for the process, bounded in blocks
  * and in bytes (a block of a wide model holds 64 values of every asked column), least recently used first out.
+ *
+ * A block is kept only when it is read a second time for the same interval (`admit`): a new interval reads
+ * a thousand blocks it may never meet again, and keeping each one (a slab's share, an entry, an eviction
+ * later, and old-generation garbage once evicted) was about a tenth of its time; a chart that refreshes
+ * meets its blocks again on its second call and reads nothing from its third on.
  */
 import type { SegmentSummary } from './segment-summary.js';
 import type { BlockColumns } from './block-columns.js';
@@ -26,6 +31,8 @@ export const STRADDLE_CACHE_BYTES_MAX = 8 * 1024 * 1024;
 const STRADDLE_CACHE_KEPT_BYTES = (STRADDLE_CACHE_BYTES_MAX / 4) * 3;
 /** A block larger than this is not kept: it would push out many blocks of narrower charts. */
 const STRADDLE_CACHE_BLOCK_BYTES_MAX = STRADDLE_CACHE_BYTES_MAX / 16;
+/** Blocks remembered as read once (admit); past this many, the record starts over. */
+export const STRADDLE_SEEN_BLOCKS_MAX = 4 * STRADDLE_CACHE_BLOCKS;
 
 /**
  * The cache's blocks take their values from slabs of this many doubles (256 KiB, about 100 blocks of four
@@ -56,9 +63,37 @@ export class StraddleCache {
   private slab: Slab | undefined;
   /** Weak: a slab no cached part lies in goes with its last view. */
   private readonly slabOf = new WeakMap<ArrayBufferLike, Slab>();
+  /** Blocks read once and not kept, per summary (weak, as byKey), each with the tag it was read under; `seenBlocks` in all. */
+  private seen = new WeakMap<SegmentSummary, Map<number, number>>();
+  private seenBlocks = 0;
 
   get bytes(): number {
     return this.valueBytes;
+  }
+
+  /**
+   * Whether the block about to be read should be kept: true when it was read before under the same `tag`
+   * (the aggregation's interval: a refreshing chart meets the same edges, while other intervals cross the
+   * same block only now and then), since the record of blocks read once last started over; else false, and
+   * it is remembered as read under `tag`.
+   */
+  admit(summary: SegmentSummary, block: number, tag: number): boolean {
+    let blocks = this.seen.get(summary);
+    const before = blocks?.get(block);
+    if (before === tag) {
+      blocks?.delete(block);
+      this.seenBlocks--;
+      return true;
+    }
+    if (before === undefined && this.seenBlocks >= STRADDLE_SEEN_BLOCKS_MAX) {
+      this.seen = new WeakMap();
+      this.seenBlocks = 0;
+      blocks = undefined;
+    }
+    if (blocks === undefined) this.seen.set(summary, (blocks = new Map()));
+    if (!blocks.has(block)) this.seenBlocks++;
+    blocks.set(block, tag);
+    return false;
   }
 
   /** Room for a block's values (zeros): a view of the current slab, or an array of its own for a wide block. */

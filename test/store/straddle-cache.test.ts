@@ -5,9 +5,13 @@
  */
 import v8 from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { describe, expect, it } from 'vitest';
-import { STRADDLE_CACHE_BLOCKS, STRADDLE_CACHE_BYTES_MAX, StraddleCache, straddleCache } from '../../src/store/straddle-cache.js';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import { STRADDLE_CACHE_BLOCKS, STRADDLE_CACHE_BYTES_MAX, STRADDLE_SEEN_BLOCKS_MAX, StraddleCache, straddleCache } from '../../src/store/straddle-cache.js';
 import { SegmentSummary } from '../../src/store/segment-summary.js';
+import { openModel, openStore, rec, removeTmpDirs, tmpDir } from './helpers.js';
+
+afterAll(removeTmpDirs);
+const T0 = Date.parse('2026-11-23T00:00:00Z');
 
 v8.setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
@@ -127,5 +131,42 @@ describe('straddle cache slabs', () => {
     expect(cache.get(summary, 0, 64, [0])).toBeDefined();
     expect(cache.get(summary, blocks - 1, 64 * blocks, [0])).toBeDefined();
     expect(cache.get(summary, blocks / 2, 64 * (blocks / 2 + 1), [0])).toBeUndefined();
+  });
+});
+
+describe('straddle cache admission', () => {
+  it('keeps a block read a second time for the same interval, and remembers a bounded number read once', () => {
+    const cache = new StraddleCache();
+    const summary = new SegmentSummary(1, 6, 100_000);
+    expect(cache.admit(summary, 7, 60_000)).toBe(false);
+    expect(cache.admit(summary, 7, 61_000)).toBe(false); // another interval crossed the same block
+    expect(cache.admit(summary, 7, 61_000)).toBe(true);
+    expect(cache.admit(summary, 7, 61_000)).toBe(false); // kept since: a later read starts over
+    expect(cache.admit(summary, 8, 60_000)).toBe(false);
+    for (let k = 0; k < STRADDLE_SEEN_BLOCKS_MAX; k++) cache.admit(summary, 10_000 + k, 60_000);
+    expect(cache.admit(summary, 8, 60_000)).toBe(false); // forgotten when the record started over
+    expect(cache.admit(summary, 10_000 + STRADDLE_SEEN_BLOCKS_MAX - 1, 60_000)).toBe(true);
+  });
+
+  it('keeps nothing of a one-off interval, and the edge blocks of an interval asked again', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    const store = await openStore(tmpDir(), { segmentBytesMax: 8192 });
+    const log = await openModel(store);
+    for (let i = 0; i < 2000; i++) {
+      vi.setSystemTime(T0 + i * 97);
+      log.save(rec(i));
+    }
+    await log.durable();
+    const q = { fromMs: T0, toMs: T0 + 2000 * 97, fields: ['temp'] };
+    expect((await log.aggregate({ ...q, intervalMs: 86_400_000 }))[0].count).toBe(2000); // summaries built
+    const before = straddleCache.bytes;
+    const once = await log.aggregate({ ...q, intervalMs: 7001 });
+    expect((await log.aggregate({ ...q, intervalMs: 7013 })).reduce((n, b) => n + b.count, 0)).toBe(2000);
+    expect(straddleCache.bytes).toBe(before); // about 28 edge blocks each time, none kept
+    expect(await log.aggregate({ ...q, intervalMs: 7001 })).toEqual(once);
+    expect(straddleCache.bytes).toBeGreaterThan(before); // read a second time for 7001: kept
+    expect(await log.aggregate({ ...q, intervalMs: 7001 })).toEqual(once);
+    await store.close();
+    vi.useRealTimers();
   });
 });
