@@ -6,7 +6,7 @@
  * clock step (placement never assumes sorted timestamps). A segment whose newest create_at is before
  * `from`, or whose summary starts at or after `to`, is skipped.
  */
-import { readBytesSync, visitFrames, type BufferedBytes, type HeldSegments, type LostFn } from './reader.js';
+import { SyncBytesReader, visitFrames, type BufferedBytes, type HeldSegments, type LostFn } from './reader.js';
 import type { Segment } from './segment.js';
 import { StatsTable, type FieldStats } from './stats-table.js';
 import { COARSE_BLOCKS, SUMMARY_BLOCK_RECORDS, SegmentSummary } from './segment-summary.js';
@@ -86,8 +86,8 @@ const SYNC_READS_PER_TURN = 256;
  * block the cache does not keep (straddleCache.admit) is decoded into one reused array.
  */
 class StraddleReader {
-  /** Blocks are read into this one buffer: the builder copies out what it keeps. */
-  private scratch = Buffer.allocUnsafe(16 * 1024);
+  /** Blocks are read into one buffer: the builder copies out what it keeps. */
+  private readonly bytes: SyncBytesReader;
   private readonly plan: ColumnPlan;
   private syncReads = 0;
   private readonly allocate = (doubles: number): Float64Array => straddleCache.allocate(doubles);
@@ -99,13 +99,14 @@ class StraddleReader {
   };
 
   constructor(
-    private readonly buffered: BufferedBytes,
+    buffered: BufferedBytes,
     private readonly columns: readonly number[],
     /** The aggregation's: a block is kept once read twice for the same interval (straddleCache.admit). */
     private readonly intervalMs: number,
     private readonly lost: LostFn,
   ) {
     this.plan = new ColumnPlan(columns);
+    this.bytes = new SyncBytesReader(buffered);
   }
 
   /** Whether the caller should yield to the event loop before the next read(). */
@@ -132,9 +133,7 @@ class StraddleReader {
     const compacted = seg.file.isCompacted;
     if (!compacted || !seg.file.readColumnsSync(start, end - start, columns, builder.chunkSink(a, b))) {
       if (compacted) builder = fresh();
-      if (this.scratch.length < end - start) this.scratch = Buffer.allocUnsafe(Math.max(end - start, 2 * this.scratch.length));
-      const buf = this.scratch.subarray(0, end - start);
-      readBytesSync(this.buffered, seg, buf, start, end);
+      const buf = this.bytes.read(seg, start, end);
       if (!builder.addFrames(buf, a, b, blockIntact(summary, block, buf))) {
         builder = fresh();
         visitFrames(buf, a, b, (frames, off, bytes, _id, again) => builder.add(frames, off, off + bytes, again), this.lost);

@@ -13,8 +13,8 @@
  * successor and the summary covers all of it.
  */
 import zlib from 'node:zlib';
-import { checkFrame } from './frame.js';
-import { readBytesSync, type BufferedBytes } from './reader.js';
+import { wholeValidFrames } from './frame.js';
+import { SyncBytesReader, type BufferedBytes } from './reader.js';
 import type { Segment } from './segment.js';
 import { SUMMARY_BLOCK_RECORDS, type SegmentSummary } from './segment-summary.js';
 
@@ -30,16 +30,6 @@ export function blockIntact(s: SegmentSummary, k: number, bytes: Uint8Array): bo
   return k < s.checkedBlocks && s.blockBytes[k] === bytes.length && s.blockBytes[k] > 0 && blockChecksum(bytes) === s.blockCrc[k];
 }
 
-/** Whether `bytes` is a run of frames, each passing checkFrame, that ends where the bytes end. */
-function framesIntact(bytes: Buffer): boolean {
-  for (let off = 0; off < bytes.length; ) {
-    const n = checkFrame(bytes, off, bytes.length);
-    if (n <= 0) return false;
-    off += n;
-  }
-  return true;
-}
-
 /**
  * Takes the checksum of each block of `s` from `s.checkedBlocks` on that is complete: every block when
  * `whole` (the segment has a successor and `s` covers it to its end), else the blocks whose ids are all
@@ -48,16 +38,14 @@ function framesIntact(bytes: Buffer): boolean {
 export async function checksumBlocks(buffered: BufferedBytes, seg: Segment, s: SegmentSummary, whole: boolean): Promise<number> {
   const complete = whole ? s.blocks : Math.floor((s.coveredTo - s.firstId + 1) / SUMMARY_BLOCK_RECORDS);
   const from = s.checkedBlocks;
-  let scratch = Buffer.allocUnsafe(0);
+  const reader = new SyncBytesReader(buffered);
   for (let k = from; k < complete; k++) {
     if ((k - from) % BLOCKS_PER_TURN === BLOCKS_PER_TURN - 1) await new Promise((resolve) => setImmediate(resolve));
     s.blockBytes[k] = 0;
     if (s.records[k] === 0) continue;
     const [start, end] = seg.byteRange(s.blockFirstId(k), s.blockLastId(k));
-    if (scratch.length < end - start) scratch = Buffer.allocUnsafe(Math.max(end - start, 2 * scratch.length));
-    const bytes = scratch.subarray(0, end - start);
-    readBytesSync(buffered, seg, bytes, start, end);
-    if (!framesIntact(bytes)) continue;
+    const bytes = reader.read(seg, start, end);
+    if (!wholeValidFrames(bytes)) continue;
     s.blockCrc[k] = blockChecksum(bytes);
     s.blockBytes[k] = bytes.length;
   }

@@ -17,7 +17,7 @@ import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import { SPARSE_STRIDE, assert } from './constants.js';
 import { ByteSink, ByteSource, VARINT_BYTES_MAX, unzigzag, zigzag } from './chunk-bytes.js';
 import { COLUMNS_MAX, ColumnReader, ColumnValueReader, ColumnWriter, type ColumnValueSink, arrayCount, arrayHeadBytes, scalarArrayItems, viewOf } from './chunk-columns.js';
-import { FRAME_BYTES_MAX, FRAME_HEADER_BYTES, FRAME_SAVE, FRAME_SUPERSEDE, checkFrame, frameBytes, frameId, frameTs, frameType, sealFrame } from './frame.js';
+import { FRAME_BYTES_MAX, FRAME_HEADER_BYTES, FRAME_SAVE, FRAME_SUPERSEDE, frameBytes, frameId, frameTs, frameType, sealFrame, wholeValidFrames } from './frame.js';
 import { valueBytes } from './msgpack-items.js';
 
 /**
@@ -69,6 +69,7 @@ const ZLIB_CHUNK_BYTES = 4032;
 /** Compressed form of `logical` (the exact bytes of whole, valid frames back to back). */
 export function encodeChunk(logical: Uint8Array): Buffer {
   assert(logical.length <= CHUNK_LOGICAL_BYTES_MAX, `chunk of ${logical.length} bytes over CHUNK_LOGICAL_BYTES_MAX`);
+  // Only frames checkFrame accepts go through the transform: one with a bad CRC would come back with a good one.
   const streams = wholeValidFrames(logical) ? encodeColumns(logical) : undefined;
   if (streams && streams.length <= logical.length + STREAMS_EXTRA_BYTES_MAX) {
     const deflated = deflateRawSync(streams, { level: DEFLATE_LEVEL, chunkSize: ZLIB_CHUNK_BYTES });
@@ -97,17 +98,6 @@ export function decodeChunk(compressed: Uint8Array, logicalBytes: number, into?:
   }
   if (mode !== MODE_COLUMNS) throw new Error(`chunk: unknown mode ${mode}`);
   return decodeColumns(inflateStreams(compressed, logicalBytes), logicalBytes, out);
-}
-
-/** Only frames checkFrame accepts go through the transform: one with a bad CRC would come back with a good one. */
-function wholeValidFrames(logical: Uint8Array): boolean {
-  let off = 0;
-  while (off < logical.length) {
-    const n = checkFrame(logical, off, logical.length);
-    if (n <= 0) return false;
-    off += n;
-  }
-  return off > 0;
 }
 
 /** The streams of whole valid frames. */

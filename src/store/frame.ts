@@ -57,6 +57,17 @@ export function checkFrame(buf: Uint8Array, off: number, end: number): number {
   return crc === (u32(buf, off + 4) | 0) ? len + 8 : FRAME_INVALID;
 }
 
+/** Whether `bytes` is one or more frames, each passing checkFrame, that end exactly where the bytes end. */
+export function wholeValidFrames(bytes: Uint8Array): boolean {
+  let off = 0;
+  while (off < bytes.length) {
+    const n = checkFrame(bytes, off, bytes.length);
+    if (n <= 0) return false;
+    off += n;
+  }
+  return off > 0;
+}
+
 /** A header cut short by end-of-data: only the length word can be judged. */
 function plausiblePrefix(buf: Uint8Array, off: number, end: number): boolean {
   if (end - off < 4) return end > off;

@@ -93,14 +93,25 @@ async function readBytes(io: FileIo, buffered: BufferedBytes, p: Part): Promise<
 }
 
 /**
- * readBytes without the thread pool, for a few KiB mostly in the page cache (aggregate.ts's blocks across
- * bucket edges), into `out` (end - start bytes). The caller holds the segment's file.
+ * readBytes without the thread pool, for a few KiB mostly in the page cache (summary blocks: aggregate.ts's
+ * across bucket edges, block-checksum.ts's when summarised), into one buffer it reuses. The caller holds the
+ * segment's file.
  */
-export function readBytesSync(buffered: BufferedBytes, seg: Segment, out: Buffer, start: number, end: number): void {
-  const fileEnd = buffered.copyUnwritten(seg, out, start, end);
-  if (fileEnd <= start) return;
-  seg.file.readSync(out, 0, fileEnd - start, start);
-  buffered.copyUnsynced(seg, out, start, fileEnd);
+export class SyncBytesReader {
+  private scratch = Buffer.alloc(0);
+
+  constructor(private readonly buffered: BufferedBytes) {}
+
+  /** Bytes [start, end) of `seg`, valid until the next read. */
+  read(seg: Segment, start: number, end: number): Buffer {
+    if (this.scratch.length < end - start) this.scratch = Buffer.allocUnsafe(Math.max(end - start, 2 * this.scratch.length));
+    const out = this.scratch.subarray(0, end - start);
+    const fileEnd = this.buffered.copyUnwritten(seg, out, start, end);
+    if (fileEnd <= start) return out;
+    seg.file.readSync(out, 0, fileEnd - start, start);
+    this.buffered.copyUnsynced(seg, out, start, fileEnd);
+    return out;
+  }
 }
 
 /**
