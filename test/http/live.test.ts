@@ -39,11 +39,19 @@ interface Event {
   data: any;
 }
 
+/** A comment line of the stream, with when it arrived (ms after the stream opened). */
+interface Comment {
+  text: string;
+  atMs: number;
+}
+
 /** An open SSE stream read with fetch: `next(n)` resolves with the next n events. */
 async function open(path: string, headers: Record<string, string> = {}) {
   const ctrl = new AbortController();
+  const openedMs = Date.now();
   const res = await fetch(`${base}${path}&secrets=${encodeURIComponent(SECRET)}`, { headers, signal: ctrl.signal });
   const events: Event[] = [];
+  const comments: Comment[] = [];
   let waiter: (() => void) | undefined;
   let buf = '';
   const pump = (async () => {
@@ -62,6 +70,7 @@ async function open(path: string, headers: Record<string, string> = {}) {
           if (line.startsWith('event: ')) e.event = line.slice(7);
           else if (line.startsWith('id: ')) e.id = line.slice(4);
           else if (line.startsWith('data: ')) e.data = JSON.parse(line.slice(6));
+          else if (line.startsWith(':')) comments.push({ text: line, atMs: Date.now() - openedMs });
         }
         if (e.event) events.push(e as Event);
         waiter?.();
@@ -71,6 +80,7 @@ async function open(path: string, headers: Record<string, string> = {}) {
   return {
     res,
     events,
+    comments,
     async next(n: number, timeoutMs = 3000): Promise<Event[]> {
       const until = Date.now() + timeoutMs;
       while (events.length < n && Date.now() < until) await new Promise<void>((r) => ((waiter = r), setTimeout(r, 50)));
@@ -147,6 +157,22 @@ describe('SSE stream (contract 11)', () => {
     expect(got.length).toBeGreaterThan(3);
     expect(got.length).toBeLessThanOrEqual(Math.ceil((Date.now() - t0) / 100) + 1);
     expect(got.at(-1)?.data.record.id).toBe(newest);
+    await s.close();
+  });
+
+  // Contract 11: "A comment line every 15 s keeps proxies open". A real wait: the interval is the contract's.
+  it('an idle stream gets a comment line every 15 s', { timeout: 30_000 }, async () => {
+    const quiet = await createModel('quiet', [{ name: 'v', type: 'INTEGER' }]);
+    const s = await open(`/api/v1/datacenter/stream?uuid=${quiet}`);
+    expect(s.res.status).toBe(200);
+    await new Promise((r) => setTimeout(r, 14_000));
+    expect(s.comments.map((c) => c.text)).toEqual([': stream open']);
+    const until = Date.now() + 4000;
+    while (s.comments.length < 2 && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+    expect(s.comments.map((c) => c.text)).toEqual([': stream open', ': keepalive']);
+    expect(s.comments[1].atMs).toBeGreaterThanOrEqual(14_000);
+    expect(s.comments[1].atMs).toBeLessThan(17_000);
+    expect(s.events).toEqual([]);
     await s.close();
   });
 
