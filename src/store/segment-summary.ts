@@ -85,6 +85,16 @@ export class SegmentSummary {
 
   /** Folds one record; ids come in ascending order (lost ones skipped). */
   fold(id: number, ts: number, values: readonly unknown[]): void {
+    const k = this.placeRecord(id, ts);
+    const t = this.table;
+    for (let i = 0; i < t.fieldCount; i++) t.add(k, i, values[i]);
+  }
+
+  /**
+   * Counts record `id` (created at `ts`) in its block and returns the block, whose table row the caller
+   * then adds the record's values to (fold, or summary-fold.ts from the payload bytes).
+   */
+  placeRecord(id: number, ts: number): number {
     const k = Math.floor((id - this.firstId) / SUMMARY_BLOCK_RECORDS);
     while (this.blocks <= k) this.startBlock();
     if (this.records[k] === 0) {
@@ -94,9 +104,8 @@ export class SegmentSummary {
     else if (ts > this.maxTs[k]) this.maxTs[k] = ts;
     if (ts < this.tsMin) this.tsMin = ts;
     this.records[k]++;
-    const t = this.table;
-    for (let i = 0; i < t.fieldCount; i++) t.add(k, i, values[i]);
     this.coveredTo = id;
+    return k;
   }
 
   /** Last id of block k (ids past coveredTo are not in it). */

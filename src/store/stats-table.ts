@@ -8,6 +8,7 @@
  * largest part of the summaries' memory. Null values (an attribute the record never received) are not
  * counted.
  */
+import { assert } from './constants.js';
 const N = 0;
 const MIN = 1;
 const MAX = 2;
@@ -76,6 +77,21 @@ export class StatsTable {
       if (first) this.setOther(field, 2 * row, v);
       this.setOther(field, 2 * row + 1, v);
     }
+  }
+
+  /** add() of a number. */
+  addNumber(row: number, field: number, num: number): void {
+    if (num !== num) this.add(row, field, num);
+    else placeNumber(this.stats[field], row * STATS_PER_FIELD, num);
+  }
+
+  /**
+   * add() of a value that is not a number or boolean, after the row's first value, without keeping it as
+   * the row's last: the caller sets that with setOther once it knows which value came last (summary-fold.ts).
+   */
+  countOther(row: number, field: number): void {
+    assert(this.count(row, field) > 0, 'a value counted without being kept follows the first value of its row');
+    placeNumber(this.stats[field], row * STATS_PER_FIELD, NaN);
   }
 
   /**

@@ -6,7 +6,8 @@
  * A summary is derived data. It is built from reads of the log, never from the write path: the first
  * aggregation that needs a segment reads it once (a sealed segment: from its `seg-N.sum` file when that
  * describes it, else from the segment, then the file is written; the active segment: from the segment),
- * and each later aggregation folds only the records written since. Only ids below the model's newest
+ * each record's values taken from its payload bytes (summary-fold.ts), and each later aggregation folds only
+ * the records written since. Only ids below the model's newest
  * record are folded, because update-last may still change the newest one (the aggregation takes it from
  * memory). Each block gets the checksum of its bytes once complete (block-checksum.ts). Records lost to
  * corruption are not in a summary, as they are not in a page. A summary
@@ -15,7 +16,8 @@
  * model's summaries are first used.
  */
 import fs from 'node:fs';
-import { HeldSegments, decodeValues, fitRange, readRange, type BufferedBytes, type LostFn } from './reader.js';
+import { HeldSegments, fitRange, planParts, readPlannedFrames, type BufferedBytes, type LostFn } from './reader.js';
+import { SummaryFolder } from './summary-fold.js';
 import type { Segment } from './segment.js';
 import type { FileIo } from './file-io.js';
 import { decodeSummary, encodeSummary, parseSummaryName, summaryName } from './summary-file.js';
@@ -73,9 +75,11 @@ export class SummaryBook {
     s ??= new SegmentSummary(seg.firstId, this.fieldCount);
     this.bySegment.set(seg, s);
     const target = Math.min(end, newestId - 1);
+    const folder = new SummaryFolder(s);
     for (let lo = s.coveredTo + 1; lo <= target; ) {
       const hi = fitRange(segments, lo, target, PAGE_BYTES_MAX);
-      for (const r of await readRange(this.io, this.buffered, segments, lo, hi, this.lost)) s.fold(r.id, r.ts, decodeValues(r.payload));
+      await readPlannedFrames(this.io, this.buffered, planParts(segments, lo, hi), folder.keep, this.lost);
+      folder.finish();
       s.coveredTo = hi;
       lo = hi + 1;
     }

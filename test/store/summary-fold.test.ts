@@ -1,0 +1,115 @@
+/**
+ * SummaryFolder (summary-fold.ts) against the fold it replaced, record by record through decodeValues:
+ * the same summary for any frames the reads keep, whatever the payloads hold (every msgpack scalar tag,
+ * ASCII and other strings, booleans, nil, arrays shorter or longer than the fields), with update-last
+ * frames, reads split into parts, and a summary folded over several calls.
+ */
+import fc from 'fast-check';
+import { unpack } from 'msgpackr';
+import { describe, expect, it } from 'vitest';
+import { FRAME_SAVE, FRAME_SUPERSEDE, type FrameType } from '../../src/store/frame.js';
+import { decodeValues, visitFrames, walkFrames, type StoredRecord } from '../../src/store/reader.js';
+import { SegmentSummary } from '../../src/store/segment-summary.js';
+import { SummaryFolder } from '../../src/store/summary-fold.js';
+import { type FrameSpec, frames, packr, scalarArray } from './frame-arbitraries.js';
+
+/** A value array as the store would hold it: msgpackr decodes it to an array. */
+const valueArray: fc.Arbitrary<Uint8Array> = fc
+  .oneof(
+    scalarArray,
+    fc.array(fc.oneof(fc.string({ maxLength: 12 }), fc.constantFrom('run', 'idle', ''), fc.double(), fc.integer(), fc.boolean(), fc.constant(null)), { maxLength: 10 }).map((a) => packr.pack(a) as Uint8Array),
+    fc.array(fc.oneof(fc.string({ unit: 'binary', maxLength: 300 }), fc.anything({ maxDepth: 1 })), { maxLength: 6 }).map((a) => packr.pack(a) as Uint8Array),
+  )
+  .filter((p) => {
+    try {
+      return Array.isArray(unpack(p));
+    } catch {
+      return false;
+    }
+  });
+
+/** Frames of ids from `first` on: a SAVE the next id (or a later one: lost), a SUPERSEDE the same id again. */
+const storedFrames: fc.Arbitrary<FrameSpec[]> = fc
+  .tuple(
+    fc.integer({ min: 1, max: 1_000_000 }),
+    fc.array(fc.tuple(fc.constantFrom<FrameType>(FRAME_SAVE, FRAME_SAVE, FRAME_SAVE, FRAME_SUPERSEDE), fc.constantFrom(1, 1, 1, 1, 3, 70), fc.integer({ min: -5, max: 5 }), valueArray), { minLength: 1, maxLength: 300 }),
+  )
+  .map(([first, rows]) => {
+    let id = first - 1;
+    let ts = 1_767_225_600_000;
+    return rows.map(([type, step, dt, payload], i) => {
+      id = type === FRAME_SUPERSEDE && i > 0 ? id : id + step;
+      ts += dt * 100;
+      return { type: i === 0 ? FRAME_SAVE : type, id, ts, payload };
+    });
+  });
+
+/** Cuts the frames into reads at id boundaries (a read never splits the frames of one id), at the given picks. */
+function parts(specs: readonly FrameSpec[], cuts: readonly number[]): FrameSpec[][] {
+  const at = new Set(cuts.map((c) => c % specs.length).filter((c) => c > 0 && specs[c].id !== specs[c - 1].id));
+  const out: FrameSpec[][] = [[]];
+  specs.forEach((s, i) => {
+    if (at.has(i)) out.push([]);
+    out[out.length - 1].push(s);
+  });
+  return out;
+}
+
+/** What the summary answers: per block its time range, count and every field's statistics. */
+function answers(s: SegmentSummary) {
+  const rows = [];
+  for (let k = 0; k < s.blocks; k++) {
+    rows.push({ minTs: s.minTs[k], maxTs: s.maxTs[k], records: s.records[k], fields: Array.from({ length: s.table.fieldCount }, (_, f) => s.table.get(k, f)) });
+  }
+  return { blocks: s.blocks, coveredTo: s.coveredTo, tsMin: s.tsMin, bools: [...s.table.bools], rows };
+}
+
+const noLoss = (from: number, to: number): void => {
+  throw new Error(`frames lost: ${from}..${to}`);
+};
+
+describe('SummaryFolder', () => {
+  it('builds the summary that folding every record decoded builds', () => {
+    fc.assert(
+      fc.property(storedFrames, fc.integer({ min: 1, max: 8 }), fc.array(fc.nat(), { maxLength: 6 }), fc.array(fc.boolean(), { maxLength: 8 }), (specs, fieldCount, cuts, newFolders) => {
+        const firstId = specs[0].id;
+        const byDecode = new SegmentSummary(firstId, fieldCount);
+        const byBytes = new SegmentSummary(firstId, fieldCount);
+        let folder = new SummaryFolder(byBytes);
+        parts(specs, cuts).forEach((part, p) => {
+          const buf = frames(part);
+          const lo = part[0].id;
+          const hi = part[part.length - 1].id;
+          const records: StoredRecord[] = [];
+          walkFrames(buf, lo, hi, records, noLoss);
+          for (const r of records) byDecode.fold(r.id, r.ts, decodeValues(r.payload));
+          byDecode.coveredTo = hi;
+          // A later aggregation folds the next records with a folder of its own (summaries.ts: one per call).
+          if (newFolders[p]) folder = new SummaryFolder(byBytes);
+          visitFrames(buf, lo, hi, folder.keep, noLoss);
+          folder.finish();
+          byBytes.coveredTo = hi;
+        });
+        expect(answers(byBytes)).toEqual(answers(byDecode));
+      }),
+      { numRuns: 400 },
+    );
+  });
+
+  it('keeps the last string of a block even when later records of the block hold none, or a number', () => {
+    const fieldCount = 2;
+    const values: unknown[][] = [['a', 1], ['b', null], [null, 2], ['c', 'x'], [7, 'y'], ['é', null], ['d', 3]];
+    const specs = values.map((v, i) => ({ type: FRAME_SAVE as FrameType, id: i + 1, ts: 1000 + i, payload: packr.pack(v) as Uint8Array }));
+    const s = new SegmentSummary(1, fieldCount);
+    const folder = new SummaryFolder(s);
+    const buf = frames(specs);
+    visitFrames(buf, 1, 3, folder.keep, noLoss);
+    folder.finish();
+    expect(s.table.get(0, 0)).toMatchObject({ n: 2, first: 'a', last: 'b' });
+    visitFrames(buf, 4, 7, folder.keep, noLoss);
+    folder.finish();
+    expect(s.table.get(0, 0)).toMatchObject({ n: 6, first: 'a', last: 'd' });
+    expect(s.table.get(0, 1)).toMatchObject({ n: 5, first: 1, last: 3 });
+    expect(s.records[0]).toBe(7);
+  });
+});
