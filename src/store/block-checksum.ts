@@ -31,9 +31,10 @@ export function blockIntact(s: SegmentSummary, k: number, bytes: Uint8Array): bo
 }
 
 /**
- * Takes the checksum of each block of `s` from `s.checkedBlocks` on that is complete: every block when
- * `whole` (the segment has a successor and `s` covers it to its end), else the blocks whose ids are all
- * folded. Returns the number of blocks it went through.
+ * Takes the checksum of each block of `s` from `s.checkedBlocks` on that is complete (every block when
+ * `whole`: the segment has a successor and `s` covers it to its end; else the blocks whose ids are all
+ * folded) and has none yet: the fold takes it from its own read of a block it reads whole
+ * (summary-fold.ts). Returns the number of blocks it went through.
  */
 export async function checksumBlocks(buffered: BufferedBytes, seg: Segment, s: SegmentSummary, whole: boolean): Promise<number> {
   const complete = whole ? s.blocks : Math.floor((s.coveredTo - s.firstId + 1) / SUMMARY_BLOCK_RECORDS);
@@ -41,8 +42,7 @@ export async function checksumBlocks(buffered: BufferedBytes, seg: Segment, s: S
   const reader = new SyncBytesReader(buffered);
   for (let k = from; k < complete; k++) {
     if ((k - from) % BLOCKS_PER_TURN === BLOCKS_PER_TURN - 1) await new Promise((resolve) => setImmediate(resolve));
-    s.blockBytes[k] = 0;
-    if (s.records[k] === 0) continue;
+    if (s.blockBytes[k] > 0 || s.records[k] === 0) continue;
     const [start, end] = seg.byteRange(s.blockFirstId(k), s.blockLastId(k));
     const bytes = reader.read(seg, start, end);
     if (!wholeValidFrames(bytes)) continue;

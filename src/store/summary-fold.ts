@@ -11,7 +11,8 @@
 import { FRAME_HEADER_BYTES, frameTs } from './frame.js';
 import { decodeValues, type KeepFrame } from './reader.js';
 import { u16, u32be, valueBytes } from './msgpack-items.js';
-import type { SegmentSummary } from './segment-summary.js';
+import { SUMMARY_BLOCK_RECORDS, type SegmentSummary } from './segment-summary.js';
+import { blockChecksum } from './block-checksum.js';
 
 const KIND_NONE = 0;
 const KIND_NUMBER = 1;
@@ -40,6 +41,12 @@ export class SummaryFolder {
   private readonly lastStart: Int32Array;
   private readonly lastEnd: Int32Array;
   private lastsBlock = -1;
+  /** The block whose frames the read is in, and its bytes so far in spanBuf (undefined: not all of them there). */
+  private spanBlock = -1;
+  private spanBuf: Buffer | undefined;
+  private spanStart = 0;
+  private spanEnd = 0;
+  private spanLastId = 0;
 
   constructor(private readonly summary: SegmentSummary) {
     const fields = summary.table.fieldCount;
@@ -54,6 +61,7 @@ export class SummaryFolder {
 
   /** For readPlannedFrames: a frame that replaces the one kept before (`again`) takes its place. */
   readonly keep: KeepFrame = (buf, off, bytes, id, again) => {
+    this.extendSpan(buf, off, bytes, id);
     if (!again) this.foldPending();
     this.pendingBuf = buf;
     this.pendingOff = off;
@@ -63,8 +71,39 @@ export class SummaryFolder {
 
   /** Folds what is still held; call once the reads have ended, before the summary is used. */
   finish(): void {
+    this.closeSpan();
     this.foldPending();
     this.makeLasts();
+  }
+
+  /**
+   * Follows the bytes of the block being read: while its frames come one right after the other from its
+   * first id on, each checked by the read (visitFrames), they are the block's bytes, and a block read to its
+   * last id gets its checksum from them (block-checksum.ts) instead of a second read and check.
+   */
+  private extendSpan(buf: Buffer, off: number, bytes: number, id: number): void {
+    const k = Math.floor((id - this.summary.firstId) / SUMMARY_BLOCK_RECORDS);
+    if (k === this.spanBlock && buf === this.spanBuf) {
+      if (off !== this.spanEnd) this.spanBuf = undefined;
+      this.spanEnd = off + bytes;
+      this.spanLastId = id;
+      return;
+    }
+    this.closeSpan();
+    this.spanBlock = k;
+    this.spanBuf = id === this.summary.blockFirstId(k) ? buf : undefined;
+    this.spanStart = off;
+    this.spanEnd = off + bytes;
+    this.spanLastId = id;
+  }
+
+  private closeSpan(): void {
+    const buf = this.spanBuf;
+    this.spanBuf = undefined;
+    const k = this.spanBlock;
+    if (buf === undefined || this.spanLastId !== this.summary.blockFirstId(k + 1) - 1) return;
+    this.summary.blockCrc[k] = blockChecksum(buf.subarray(this.spanStart, this.spanEnd));
+    this.summary.blockBytes[k] = this.spanEnd - this.spanStart;
   }
 
   private foldPending(): void {

@@ -2,15 +2,17 @@
  * SummaryFolder (summary-fold.ts) against the fold it replaced, record by record through decodeValues:
  * the same summary for any frames the reads keep, whatever the payloads hold (every msgpack scalar tag,
  * ASCII and other strings, booleans, nil, arrays shorter or longer than the fields), with update-last
- * frames, reads split into parts, and a summary folded over several calls.
+ * frames, reads split into parts, and a summary folded over several calls; and the checksum of each block
+ * a read holds whole, taken from those bytes.
  */
 import fc from 'fast-check';
 import { unpack } from 'msgpackr';
 import { describe, expect, it } from 'vitest';
-import { FRAME_SAVE, FRAME_SUPERSEDE, type FrameType } from '../../src/store/frame.js';
+import { FRAME_SAVE, FRAME_SUPERSEDE, checkFrame, frameId, wholeValidFrames, type FrameType } from '../../src/store/frame.js';
 import { decodeValues, visitFrames, walkFrames, type StoredRecord } from '../../src/store/reader.js';
 import { SegmentSummary } from '../../src/store/segment-summary.js';
 import { SummaryFolder } from '../../src/store/summary-fold.js';
+import { blockChecksum } from '../../src/store/block-checksum.js';
 import { type FrameSpec, frames, packr, scalarArray } from './frame-arbitraries.js';
 
 /** A value array as the store would hold it: msgpackr decodes it to an array. */
@@ -32,7 +34,7 @@ const valueArray: fc.Arbitrary<Uint8Array> = fc
 const storedFrames: fc.Arbitrary<FrameSpec[]> = fc
   .tuple(
     fc.integer({ min: 1, max: 1_000_000 }),
-    fc.array(fc.tuple(fc.constantFrom<FrameType>(FRAME_SAVE, FRAME_SAVE, FRAME_SAVE, FRAME_SUPERSEDE), fc.constantFrom(1, 1, 1, 1, 3, 70), fc.integer({ min: -5, max: 5 }), valueArray), { minLength: 1, maxLength: 300 }),
+    fc.array(fc.tuple(fc.constantFrom<FrameType>(FRAME_SAVE, FRAME_SAVE, FRAME_SAVE, FRAME_SUPERSEDE), fc.oneof({ weight: 60, arbitrary: fc.constant(1) }, { weight: 1, arbitrary: fc.constantFrom(3, 70) }), fc.integer({ min: -5, max: 5 }), valueArray), { minLength: 1, maxLength: 300, size: 'max' }),
   )
   .map(([first, rows]) => {
     let id = first - 1;
@@ -64,12 +66,36 @@ function answers(s: SegmentSummary) {
   return { blocks: s.blocks, coveredTo: s.coveredTo, tsMin: s.tsMin, bools: [...s.table.bools], rows };
 }
 
+function checksums(s: SegmentSummary): Array<[number, number]> {
+  return Array.from({ length: s.blocks }, (_, k) => (s.blockBytes[k] > 0 ? [s.blockCrc[k], s.blockBytes[k]] : [0, 0]));
+}
+
+/**
+ * The checksum of each block read whole in one part (from its first id to its last; ids between may be
+ * missing, as frames lost leave them) and only of such blocks: the CRC-32 of its frames' bytes, the
+ * update-last frames among them.
+ */
+function expectedChecksums(reads: readonly FrameSpec[][], s: SegmentSummary): Array<[number, number]> {
+  const out = checksums(s).map((): [number, number] => [0, 0]);
+  for (const read of reads) {
+    for (let k = 0; k < s.blocks; k++) {
+      const [a, b] = [s.blockFirstId(k), s.blockFirstId(k + 1) - 1];
+      const mine = read.filter((f) => f.id >= a && f.id <= b);
+      if (mine.length === 0 || mine[0].id !== a || mine[mine.length - 1].id !== b) continue;
+      const bytes = frames(mine);
+      out[k] = [blockChecksum(bytes), bytes.length];
+    }
+  }
+  return out;
+}
+
 const noLoss = (from: number, to: number): void => {
   throw new Error(`frames lost: ${from}..${to}`);
 };
 
 describe('SummaryFolder', () => {
-  it('builds the summary that folding every record decoded builds', () => {
+  it('builds the summary that folding every record decoded builds, with the checksum of each block read whole', () => {
+    let withChecksums = 0;
     fc.assert(
       fc.property(storedFrames, fc.integer({ min: 1, max: 8 }), fc.array(fc.nat(), { maxLength: 6 }), fc.array(fc.boolean(), { maxLength: 8 }), (specs, fieldCount, cuts, newFolders) => {
         const firstId = specs[0].id;
@@ -91,8 +117,48 @@ describe('SummaryFolder', () => {
           byBytes.coveredTo = hi;
         });
         expect(answers(byBytes)).toEqual(answers(byDecode));
+        expect(checksums(byBytes)).toEqual(expectedChecksums(parts(specs, cuts), byBytes));
+        if (checksums(byBytes).some(([, bytes]) => bytes > 0)) withChecksums++;
       }),
       { numRuns: 400 },
+    );
+    expect(withChecksums).toBeGreaterThan(40);
+  });
+
+  it('takes a checksum only of bytes whose frames all passed their CRC, when a bit of a read is flipped', () => {
+    fc.assert(
+      fc.property(storedFrames, fc.integer({ min: 1, max: 8 }), fc.array(fc.nat(), { maxLength: 6 }), fc.nat(), fc.integer({ min: 0, max: 7 }), (specs, fieldCount, cuts, at, bit) => {
+        const firstId = specs[0].id;
+        const byDecode = new SegmentSummary(firstId, fieldCount);
+        const byBytes = new SegmentSummary(firstId, fieldCount);
+        const reads = parts(specs, cuts).map((part) => ({ buf: frames(part), lo: part[0].id, hi: part[part.length - 1].id }));
+        const hit = reads[at % reads.length].buf;
+        hit[(at >> 3) % hit.length] ^= 1 << bit;
+        const lostByDecode: number[][] = [];
+        const lostByBytes: number[][] = [];
+        for (const { buf, lo, hi } of reads) {
+          const records: StoredRecord[] = [];
+          walkFrames(buf, lo, hi, records, (a, b) => lostByDecode.push([a, b]));
+          for (const r of records) byDecode.fold(r.id, r.ts, decodeValues(r.payload));
+          const folder = new SummaryFolder(byBytes);
+          visitFrames(buf, lo, hi, folder.keep, (a, b) => lostByBytes.push([a, b]));
+          folder.finish();
+        }
+        expect(answers(byBytes)).toEqual(answers(byDecode));
+        expect(lostByBytes).toEqual(lostByDecode);
+        for (let k = 0; k < byBytes.blocks; k++) {
+          if (byBytes.blockBytes[k] === 0) continue;
+          // Some offset of a read where a frame of the block's first id starts the checksummed bytes, all valid frames.
+          const found = reads.some(({ buf }) =>
+            buf.some((_, off) => {
+              const bytes = buf.subarray(off, off + byBytes.blockBytes[k]);
+              return checkFrame(buf, off, buf.length) > 0 && frameId(buf, off) === byBytes.blockFirstId(k) && bytes.length === byBytes.blockBytes[k] && wholeValidFrames(bytes) && blockChecksum(bytes) === byBytes.blockCrc[k];
+            }),
+          );
+          expect(found, `block ${k}`).toBe(true);
+        }
+      }),
+      { numRuns: 20, verbose: 2 },
     );
   });
 
