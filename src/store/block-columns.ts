@@ -10,6 +10,7 @@
 import { decodeValues } from './reader.js';
 import { FRAME_HEADER_BYTES, FRAME_ID_OFFSET, FRAME_SAVE, FRAME_SUPERSEDE, FRAME_TS_OFFSET, checkFrame, mayFollowFrame } from './frame.js';
 import type { ChunkFrameSink } from './chunk-codec.js';
+import { BufferView } from './msgpack-items.js';
 
 export interface BlockColumns {
   /** Last id covered when decoded (the straddle cache keys on it). */
@@ -45,8 +46,8 @@ export class BlockColumnsBuilder {
   private readonly values: Float64Array;
   private readonly others: Array<unknown[] | undefined>;
   private count = 0;
-  private viewBuf: Buffer | undefined;
-  private view: DataView | undefined;
+  /** The records of a block share one DataView. */
+  private readonly views = new BufferView();
 
   /** `allocate` gives the zeroed array of `values` (the straddle cache takes it from a slab). */
   constructor(
@@ -65,7 +66,7 @@ export class BlockColumnsBuilder {
    * record added just before. create_at is read through the block's DataView (frameTs copies bytes).
    */
   add(buf: Buffer, frameStart: number, frameEnd: number, replaces: boolean): void {
-    this.addRecord(buf, frameStart, frameEnd, this.viewOf(buf).getFloat64(frameStart + FRAME_TS_OFFSET, true), replaces);
+    this.addRecord(buf, frameStart, frameEnd, this.views.of(buf).getFloat64(frameStart + FRAME_TS_OFFSET, true), replaces);
   }
 
   /** add() with create_at already read. */
@@ -84,7 +85,7 @@ export class BlockColumnsBuilder {
    * frames passed checkFrame, so only their lengths are read.
    */
   addFrames(buf: Buffer, a: number, b: number, intact: boolean): boolean {
-    const view = this.viewOf(buf);
+    const view = this.views.of(buf);
     const end = buf.length;
     let lastSeen = a - 1;
     let prevId = 0;
@@ -175,7 +176,7 @@ export class BlockColumnsBuilder {
    * the record again, so what was set here before is overwritten with the same values.
    */
   private readFast(buf: Buffer, start: number, end: number, i: number): boolean {
-    const view = this.viewOf(buf);
+    const view = this.views.of(buf);
     let p = start;
     const h = buf[p];
     let n: number;
@@ -229,14 +230,5 @@ export class BlockColumnsBuilder {
     }
     for (let c = upTo; c < slots.length; c++) if (slots[c] >= 0) this.setOther(slots[c], i, null);
     return true;
-  }
-
-  /** A DataView of `buf`, made once per buffer: the records of a block share one. */
-  private viewOf(buf: Buffer): DataView {
-    if (this.viewBuf !== buf) {
-      this.viewBuf = buf;
-      this.view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
-    }
-    return this.view as DataView;
   }
 }

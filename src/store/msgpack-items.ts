@@ -1,6 +1,7 @@
 /**
  * The msgpack items the store writes (scalars of a record's value array), measured without decoding
- * them: shared by the JSON printer of pages (record-json.ts) and the chunk codec (chunk-columns.ts).
+ * them: shared by the JSON printer of pages (record-json.ts), the chunk codec (chunk-columns.ts) and the
+ * readers of payload bytes (block-columns.ts, summary-fold.ts).
  */
 export function u16(b: Uint8Array, off: number): number {
   return (b[off] << 8) | b[off + 1];
@@ -30,3 +31,16 @@ export function valueBytes(b: Uint8Array, off: number, end: number): number {
   return n > 0 && off + n <= end ? n : -1;
 }
 
+/** A DataView of the last buffer asked for, made again only when the buffer changes: the frames of a read share one. */
+export class BufferView {
+  private buf: Uint8Array | undefined;
+  private view: DataView | undefined;
+
+  of(buf: Uint8Array): DataView {
+    if (this.buf !== buf) {
+      this.buf = buf;
+      this.view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+    }
+    return this.view as DataView;
+  }
+}

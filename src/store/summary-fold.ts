@@ -10,7 +10,7 @@
  */
 import { FRAME_HEADER_BYTES, frameTs } from './frame.js';
 import { decodeValues, type KeepFrame } from './reader.js';
-import { u16, u32be, valueBytes } from './msgpack-items.js';
+import { BufferView, u16, u32be, valueBytes } from './msgpack-items.js';
 import { SUMMARY_BLOCK_RECORDS, type SegmentSummary } from './segment-summary.js';
 import { blockChecksum } from './block-checksum.js';
 
@@ -26,8 +26,7 @@ export class SummaryFolder {
   private readonly numbers: Float64Array;
   private readonly textStart: Int32Array;
   private readonly textEnd: Int32Array;
-  private view: DataView | undefined;
-  private viewBuf: Buffer | undefined;
+  private readonly views = new BufferView();
   /** The frame kept last, folded once the next frame shows it was not replaced (update-last). */
   private pendingBuf: Buffer | undefined;
   private pendingOff = 0;
@@ -158,7 +157,7 @@ export class SummaryFolder {
   /** Reads the record's fields into kinds/numbers/text bounds; false at an item it leaves to decodeValues. */
   private parse(buf: Buffer, start: number, end: number): boolean {
     const { kinds, numbers } = this;
-    const view = this.viewOf(buf);
+    const view = this.views.of(buf);
     const h = buf[start];
     let n: number;
     let p: number;
@@ -209,15 +208,6 @@ export class SummaryFolder {
       p += size;
     }
     return true;
-  }
-
-  /** A DataView of `buf`, made once per buffer: the frames of a read share one. */
-  private viewOf(buf: Buffer): DataView {
-    if (this.viewBuf !== buf) {
-      this.viewBuf = buf;
-      this.view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
-    }
-    return this.view as DataView;
   }
 }
 
