@@ -157,6 +157,7 @@ export class SummaryFolder {
   /** Reads the record's fields into kinds/numbers/text bounds; false at an item it leaves to decodeValues. */
   private parse(buf: Buffer, start: number, end: number): boolean {
     const { kinds, numbers } = this;
+    if (start >= end) return false;
     const view = this.views.of(buf);
     const h = buf[start];
     let n: number;
