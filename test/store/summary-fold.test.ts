@@ -8,7 +8,7 @@
 import fc from 'fast-check';
 import { unpack } from 'msgpackr';
 import { describe, expect, it } from 'vitest';
-import { FRAME_SAVE, FRAME_SUPERSEDE, checkFrame, frameId, wholeValidFrames, type FrameType } from '../../src/store/frame.js';
+import { FRAME_HEADER_BYTES, FRAME_SAVE, FRAME_SUPERSEDE, checkFrame, frameId, wholeValidFrames, type FrameType } from '../../src/store/frame.js';
 import { decodeValues, visitFrames, walkFrames, type StoredRecord } from '../../src/store/reader.js';
 import { SegmentSummary } from '../../src/store/segment-summary.js';
 import { SummaryFolder } from '../../src/store/summary-fold.js';
@@ -160,6 +160,25 @@ describe('SummaryFolder', () => {
       }),
       { numRuns: 20, verbose: 2 },
     );
+  });
+
+  it('refuses an empty payload as the full decoder does, whatever byte follows it', () => {
+    // The next frame starts with its length word, whose low byte is 18 + its payload's bytes: 126 bytes make it
+    // 0x90, which read as the empty payload's header would be an empty array, a record of nulls.
+    const next = Uint8Array.from([0x91, 0xd9, 123, ...Buffer.from('a'.repeat(123))]);
+    const buf = frames([
+      { type: FRAME_SAVE, id: 1, ts: 1000, payload: new Uint8Array(0) },
+      { type: FRAME_SAVE, id: 2, ts: 1001, payload: next },
+    ]);
+    expect(buf[FRAME_HEADER_BYTES]).toBe(0x90);
+    const records: StoredRecord[] = [];
+    walkFrames(buf, 1, 2, records, noLoss);
+    expect(() => new SegmentSummary(1, 1).fold(1, 1000, decodeValues(records[0].payload))).toThrow('Unexpected end of MessagePack data');
+    const folder = new SummaryFolder(new SegmentSummary(1, 1));
+    expect(() => {
+      visitFrames(buf, 1, 2, folder.keep, noLoss);
+      folder.finish();
+    }).toThrow('Unexpected end of MessagePack data');
   });
 
   it('keeps the last string of a block even when later records of the block hold none, or a number', () => {
