@@ -91,7 +91,7 @@ export class StraddleCache {
       blocks = undefined;
     }
     if (blocks === undefined) this.seen.set(summary, (blocks = new Map()));
-    if (!blocks.has(block)) this.seenBlocks++;
+    if (before === undefined) this.seenBlocks++;
     blocks.set(block, tag);
     return false;
   }
