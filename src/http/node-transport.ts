@@ -17,8 +17,11 @@ import { hostPort, type HttpTransport, type TransportServer, type TransportServe
 import { HEADER_BYTES_MAX, HEADER_LINES_MAX, type HeaderPairs, IDLE_TIMEOUT_S, type TransportRequest, type TransportResponse } from './wire.js';
 
 const EMPTY = Buffer.alloc(0);
-/** A refused connection is closed this long after its 503, whether or not the client closed it. */
-const REFUSED_LINGER_MS = 1000;
+/**
+ * A connection we answer before any request (a refusal, a 408 or 400 from the parser) is destroyed this
+ * long after its answer: time for the client to read it, but no longer, whether or not it closes its side.
+ */
+const CLOSE_LINGER_MS = 1000;
 
 class NodeRequest implements TransportRequest {
   readonly method: string;
@@ -144,6 +147,19 @@ function clientErrorAnswer(err: NodeJS.ErrnoException & { reason?: string; rawPa
   return rawAnswer(status, JSON_HEADERS, JSON.stringify({ code: status, msg, data: null }), head);
 }
 
+/**
+ * Writes `answer` and ends the connection fully. `end()` alone only sends our FIN: node:http sockets are
+ * half-open (allowHalfOpen), so a client that never closes its side would keep the socket, its fd and its
+ * max_connections slot. The timer is a plain one, not the socket's idle timeout, which every byte a
+ * trickling client sends would push back.
+ */
+function answerAndClose(socket: Duplex, answer: string): void {
+  socket.end(answer);
+  const timer = setTimeout(() => socket.destroy(), CLOSE_LINGER_MS);
+  timer.unref();
+  socket.once('close', () => clearTimeout(timer));
+}
+
 /** An answer before routing (not counted in the request counts, like uWS's own refusals). */
 function refuse(res: TransportResponse, status: number, msg: string): void {
   res.end(status, JSON_HEADERS, JSON.stringify({ code: status, msg, data: null }), { close: true });
@@ -185,8 +201,7 @@ export const nodeTransport: HttpTransport = {
       socket.once('close', () => o.connections.closed());
       if (o.connections.opened()) return;
       refused.add(socket);
-      socket.end(rawAnswer(REFUSAL.status, REFUSAL.headers, REFUSAL.body));
-      socket.setTimeout(REFUSED_LINGER_MS, () => socket.destroy());
+      answerAndClose(socket, rawAnswer(REFUSAL.status, REFUSAL.headers, REFUSAL.body));
     });
     server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
       // As node's own handler: no answer when the socket is gone or an answer has already begun on it.
@@ -195,7 +210,8 @@ export const nodeTransport: HttpTransport = {
         socket.destroy();
         return;
       }
-      socket.end(clientErrorAnswer(err));
+      // A 408 for an idle or header-trickling client (headersTimeout), a 400 or 431 for one node cannot parse.
+      answerAndClose(socket, clientErrorAnswer(err));
     });
     server.on('request', (req: IncomingMessage, res: ServerResponse) => {
       if (refused.has(req.socket)) return;
