@@ -31,3 +31,15 @@ export function checkHost(header: string | undefined, allowed: ReadonlySet<strin
     `Host ${JSON.stringify(shown)} is not a name of this server ([plugin.http_server] allowed_hosts)`,
   );
 }
+
+/**
+ * An absolute-form request target (`http://host:port/path?query`, RFC 9112 3.2.2) split into its authority
+ * and the origin-form rest (`/` when it names no path); undefined for any other form. A server must take
+ * the target's authority instead of `Host`, so that is what allowed_hosts checks: else `GET
+ * http://evil.example/` would pass under an allowed `Host`.
+ */
+export function splitAbsoluteForm(target: string): { authority: string; originForm: string } | undefined {
+  const m = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/([^/?#]*)(.*)$/s.exec(target);
+  if (m === null) return undefined;
+  return { authority: m[1], originForm: m[2].startsWith('/') ? m[2] : `/${m[2]}` };
+}

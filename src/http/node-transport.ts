@@ -10,6 +10,7 @@ import https from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { ListenError } from '../errors.js';
+import { splitAbsoluteForm } from './allowed-hosts.js';
 import { REFUSAL } from './connections.js';
 import { isLiveWsUpgrade, refuseLiveWs } from './live-ws.js';
 import { JSON_HEADERS, statusLine } from './reply.js';
@@ -27,10 +28,16 @@ class NodeRequest implements TransportRequest {
   readonly method: string;
   readonly path: string;
   readonly rawQuery: string;
+  /** The authority of an absolute-form target, which stands in for the Host header. */
+  private readonly targetHost: string | undefined;
 
   constructor(private readonly req: IncomingMessage) {
     this.method = req.method ?? 'GET';
-    const url = req.url ?? '/';
+    let url = req.url ?? '/';
+    // node accepts absolute-form targets (uWS answers them 505); origin-form ones start with '/'.
+    const absolute = url.startsWith('/') ? undefined : splitAbsoluteForm(url);
+    if (absolute !== undefined) url = absolute.originForm;
+    this.targetHost = absolute?.authority;
     const query = url.indexOf('?');
     this.path = query < 0 ? url : url.slice(0, query);
     this.rawQuery = query < 0 ? '' : url.slice(query + 1);
@@ -38,7 +45,12 @@ class NodeRequest implements TransportRequest {
 
   forEachHeader(visit: (name: string, value: string) => void): void {
     const raw = this.req.rawHeaders;
-    for (let i = 0; i < raw.length; i += 2) visit(raw[i].toLowerCase(), raw[i + 1]);
+    const target = this.targetHost;
+    for (let i = 0; i < raw.length; i += 2) {
+      const name = raw[i].toLowerCase();
+      if (target === undefined || name !== 'host') visit(name, raw[i + 1]);
+    }
+    if (target !== undefined) visit('host', target);
   }
 }
 
