@@ -94,7 +94,8 @@ function csvRows(model: DataModel): RowReader {
   const byName = new Map(model.attributes.map((a) => [a.name, a]));
   let columns: Array<Attribute | 'id' | 'create_at'> | undefined;
   let createAtColumn = -1;
-  const parser = new CsvRecordParser();
+  // A header names each attribute, id and create_at at most once: a longer one is refused at its first field too many.
+  const parser = new CsvRecordParser(model.attributes.length + 2, `model ${named(model.name, model.uuid)} has ${model.attributes.length} attributes besides id and create_at`);
   return (line, lineNo) => {
     if (line === undefined) {
       if (parser.open) throw new InvalidArgumentError(`line ${parser.startLine}: a quoted field is never closed`);
@@ -113,6 +114,7 @@ function csvRows(model: DataModel): RowReader {
       if (new Set(fields).size !== fields.length) throw new InvalidArgumentError(`line ${startLine}: a column is named twice`);
       createAtColumn = fields.indexOf('create_at');
       if (createAtColumn < 0) throw new InvalidArgumentError(`line ${startLine}: the header row has no create_at column`);
+      parser.limitFields(columns.length, `the header names ${columns.length} columns`);
       return undefined;
     }
     if (fields.length === 1 && fields[0] === '') return undefined;
@@ -148,53 +150,107 @@ function cellValue(attribute: Attribute, cell: string, lineNo: number): unknown 
   }
 }
 
-/** Fields of one CSV record, fed line by line. */
+/**
+ * The most one CSV record may hold, all its lines together: as much as one line of the upload (backup.ts
+ * LINE_BYTES_MAX), which already admits the largest record (1 MiB stored) with every quote doubled.
+ */
+const CSV_RECORD_BYTES_MAX = 8 * 1024 * 1024;
+
+const QUOTE = 0x22;
+const COMMA = 0x2c;
+
+/**
+ * Fields of one CSV record, fed line by line. Fields are slices of the lines, never built a character
+ * at a time (a string grown by += holds ~40 bytes per character until it is read), and a record that
+ * spans lines is measured, so an unclosed quote costs at most CSV_RECORD_BYTES_MAX.
+ */
 class CsvRecordParser {
   private fields: string[] = [];
-  private field = '';
-  private quoted = false;
+  /** The open quoted field so far, in pieces: joined once, when its closing quote comes. */
+  private pieces: string[] = [];
+  /** The bytes of the record so far, counted only once it spans lines (the splitter bounds one line). */
+  private spanBytes = 0;
   /** Inside a quoted field at the end of the last line. */
   open = false;
   startLine = 0;
 
+  constructor(
+    private fieldsMax: number,
+    private fieldsRule: string,
+  ) {}
+
+  /** From now on a record of more than `max` fields is refused at the first one too many, saying `rule`. */
+  limitFields(max: number, rule: string): void {
+    this.fieldsMax = max;
+    this.fieldsRule = rule;
+  }
+
   /** The record's fields once it is complete, else undefined (a quoted field goes on). */
   push(line: string, lineNo: number): string[] | undefined {
-    if (this.open) this.field += '\n';
-    else {
+    const continued = this.open;
+    let at: number;
+    if (continued) {
+      this.pieces.push('\n');
+      at = this.quoted(line, 0, lineNo);
+    } else {
       this.startLine = lineNo;
       this.fields = [];
-      this.field = '';
-      this.quoted = false;
+      this.spanBytes = 0;
+      at = this.field(line, 0, lineNo);
     }
-    let i = 0;
-    while (i < line.length) {
-      const c = line[i];
-      if (this.open) {
-        if (c === '"') {
-          if (line[i + 1] === '"') {
-            this.field += '"';
-            i += 2;
-            continue;
-          }
-          this.open = false;
-        } else this.field += c;
-        i++;
+    while (at >= 0 && at < line.length) at = this.field(line, at + 1, lineNo);
+    if (continued || this.open) this.measure(line);
+    return this.open ? undefined : this.fields;
+  }
+
+  /** Reads the field at `from`: returns where it ends (a comma or the line's end), -1 when a quoted field goes on. */
+  private field(line: string, from: number, lineNo: number): number {
+    if (line.charCodeAt(from) === QUOTE) {
+      this.open = true;
+      this.pieces = [];
+      return this.quoted(line, from + 1, lineNo);
+    }
+    const comma = line.indexOf(',', from);
+    const end = comma < 0 ? line.length : comma;
+    this.add(line.slice(from, end));
+    return end;
+  }
+
+  /** Reads on inside a quoted field from `from`: as field(), once its closing quote comes. */
+  private quoted(line: string, from: number, lineNo: number): number {
+    let at = from;
+    for (let q = line.indexOf('"', at); q >= 0; q = line.indexOf('"', at)) {
+      if (line.charCodeAt(q + 1) === QUOTE) {
+        // A doubled quote is one quote in the value.
+        this.pieces.push(line.slice(at, q + 1));
+        at = q + 2;
         continue;
       }
-      if (c === ',') {
-        this.fields.push(this.field);
-        this.field = '';
-        this.quoted = false;
-      } else if (c === '"' && this.field === '' && !this.quoted) {
-        this.open = true;
-        this.quoted = true;
-      } else if (this.quoted) {
-        throw new InvalidArgumentError(`line ${lineNo}: text after a closing quote in column ${this.fields.length + 1}`);
-      } else this.field += c;
-      i++;
+      this.pieces.push(line.slice(at, q));
+      this.open = false;
+      this.add(this.pieces.join(''));
+      this.pieces = [];
+      const after = q + 1;
+      if (after < line.length && line.charCodeAt(after) !== COMMA) {
+        throw new InvalidArgumentError(`line ${lineNo}: text after a closing quote in column ${this.fields.length}`);
+      }
+      return after;
     }
-    if (this.open) return undefined;
-    this.fields.push(this.field);
-    return this.fields;
+    this.pieces.push(line.slice(at));
+    return -1;
+  }
+
+  private add(value: string): void {
+    if (this.fields.length === this.fieldsMax) {
+      throw new InvalidArgumentError(`line ${this.startLine}: more than ${this.fieldsMax} fields, but ${this.fieldsRule}`);
+    }
+    this.fields.push(value);
+  }
+
+  private measure(line: string): void {
+    this.spanBytes += Buffer.byteLength(line) + 1;
+    if (this.spanBytes > CSV_RECORD_BYTES_MAX) {
+      throw new InvalidArgumentError(`line ${this.startLine}: a quoted field is not closed within ${CSV_RECORD_BYTES_MAX / 1024 / 1024} MiB, the most one CSV record may hold`);
+    }
   }
 }

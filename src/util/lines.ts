@@ -36,6 +36,8 @@ export async function* lineBatches(chunks: AsyncIterable<Uint8Array>, what: stri
         pending.push(Buffer.from(piece));
         continue;
       }
+      // The piece's first newline may end a line the pieces before began, and take it over the bound.
+      if (pendingBytes > 0 && pendingBytes + piece.indexOf(10) > lineBytesMax) throw new InvalidArgumentError(`${what}: line ${lineNo} is longer than ${lineBytesMax} bytes`);
       const buf = pending.length === 0 ? piece : Buffer.concat([...pending, piece]);
       const lines = decode(buf.subarray(0, pendingBytes + nl), what, lineNo).split('\n');
       for (let i = 0; i < lines.length; i++) if (lines[i].endsWith('\r')) lines[i] = lines[i].slice(0, -1);
