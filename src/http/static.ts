@@ -1,7 +1,7 @@
 /**
  * Serves the management UI from `src/ui/public/` for every path outside `/api/`. The directory is found
  * next to this file's tree whether it runs from src/ (tests) or dist/ (after `tsc`, which does not copy
- * it). Paths are decoded, normalised and must stay inside the directory; dot-files are never served.
+ * it). Paths are decoded and must stay inside the directory: a `.` or `..` segment or a dot-file is a 404.
  * Unknown paths without an extension get index.html (client-side routes), others a plain 404.
  */
 import { existsSync, statSync } from 'node:fs';
@@ -87,9 +87,11 @@ export function staticHandler(dir: string | undefined): (ctx: RequestCtx) => Pro
       throw new InvalidArgumentError('malformed percent-encoding in the path');
     }
     if (decoded.includes('\0') || decoded.includes('\\')) return notFound(headOnly);
-    const relative = path.posix.normalize(decoded).replace(/^\/+/, '');
-    if (relative.split('/').some((part) => part.startsWith('.'))) return notFound(headOnly);
-    let file = path.resolve(root, relative);
+    // Before normalising, which would turn `/../../etc/passwd` into `/etc/passwd` and so into the
+    // client-side-route fallback (200). Browsers resolve `.` and `..` before sending: only probes send them.
+    if (decoded.split('/').some((part) => part.startsWith('.'))) return notFound(headOnly);
+    let file = path.resolve(root, decoded.replace(/^\/+/, ''));
+    // Defence in depth: the checks above already keep the path inside, this holds if they ever change.
     if (file !== root && !file.startsWith(root + path.sep)) return notFound(headOnly);
     let size = await regularFile(file);
     if (size === undefined && (file === root || !path.extname(file))) {
