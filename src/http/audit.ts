@@ -16,6 +16,8 @@ export interface AuditCtx {
 }
 
 export type AuditAction =
+  | 'data.backup'
+  | 'data.export'
   | 'data.clear'
   | 'data.restore'
   | 'data.import'
@@ -57,7 +59,7 @@ export class Audit {
     readonly addressesMax = AUDIT_ADDRESSES_MAX,
   ) {}
 
-  /** A destructive, code-changing or credential-revealing admin action that succeeded. */
+  /** A destructive, code-changing, credential-revealing or data-exporting admin action that succeeded. */
   event(action: AuditAction, ctx: AuditCtx, object: AuditObject): void {
     const client = ctx.remoteAddress;
     this.log.info(

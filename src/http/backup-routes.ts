@@ -23,6 +23,8 @@ export function addBackupRoutes(router: Router, transfers: TransfersView, admin:
   router.group({ prefix: '/api/v1/datacenter', guard: admin }, (g) => {
     g.get('/backup', (ctx) => {
       const { model, chunks } = transfers.backup(required(ctx.query, 'uuid'));
+      // When the data starts to leave: a client that cuts the download short has still taken part of it.
+      audit.event('data.backup', ctx, { type: 'model', name: model.name, uuid: model.uuid });
       const file = exportFileName(model, 'jsonl', Date.now()).replace(/\.jsonl$/, '.backup.jsonl');
       const headers = { 'Content-Type': 'application/x-ndjson; charset=utf-8', 'Content-Disposition': `attachment; filename="${file}"` };
       return new StreamReply(headers, (sink) => pumpToSink(chunks, sink));

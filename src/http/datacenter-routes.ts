@@ -69,6 +69,8 @@ export function addDatacenterRoutes(router: Router, registry: RegistryView, conf
       }
       const model = registry.get(uuid);
       const log = registry.log(uuid);
+      // When the data starts to leave, as for a backup: a download cut short has still taken part of it.
+      audit.event('data.export', ctx, { type: 'model', name: model.name, uuid });
       const headers = {
         'Content-Type': exportContentType(format),
         'Content-Disposition': contentDisposition(model, format, Date.now()),
