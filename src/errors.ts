@@ -160,6 +160,26 @@ export class PushPartlyKeptError extends UnavailableError {
   }
 }
 
+/**
+ * A push some of whose payloads a model refused for a moment (its writes held by an import, its log
+ * closed while a restore swaps it in, its write queue full), answered as PushPartlyKeptError is: 503
+ * with the refusal's Retry-After and the kept lines in `data`, so a client resends exactly the others.
+ */
+export class PushRefusedError extends UnavailableError {
+  constructor(
+    message: string,
+    retryAfterS: number,
+    private readonly kept: { accepted: number; failed: number; kept: number[] },
+  ) {
+    super(message, retryAfterS, undefined, 'ERR_PUSH_REFUSED');
+    this.name = 'PushRefusedError';
+  }
+
+  override get data(): { accepted: number; failed: number; kept: number[] } {
+    return this.kept;
+  }
+}
+
 /** A metadata file (models.json, rules.json, inends.json, credentials) could not be replaced: nothing changed. */
 export class MetadataWriteError extends UnavailableError {
   constructor(file: string, cause: unknown) {

@@ -2,17 +2,22 @@
  * Applies what a batch's rules produced: their records appended to the models' logs, their invocations
  * and errors counted in the rule stats, their errors and debug lines logged (repeats held back).
  */
-import { StoreReadOnlyError } from '../errors.js';
+import { StoreReadOnlyError, UnavailableError } from '../errors.js';
 import { named } from '../util/messages.js';
 import type { BatchResult, RuleScripts } from './protocol.js';
 import { RepeatFilter, capMessage } from './repeat-filter.js';
 import type { RuleStatsBook } from './stats.js';
 import type { LogFn, ModelSource, RecordLog } from './types.js';
 
-/** What applying a batch left to settle: per payload its first error, read-only failures, logs to wait for. */
+/** What applying a batch left to settle: per payload its first error, read-only failures, refusals, logs to wait for. */
 export interface Applied {
   failures: Map<number, string>;
   readOnly: Map<number, string>;
+  /**
+   * Payloads a model refused for a moment (writes held by an import, a restore's swap, a full write
+   * queue), with the refusal: not stored, and the push must answer 503 so the client sends them again.
+   */
+  refused: Map<number, UnavailableError>;
   touched: Map<RecordLog, { lastId: number; payloads: Set<number> }>;
 }
 
@@ -52,6 +57,7 @@ export class BatchApplier {
     const { stats, log, models } = this.deps;
     const failures = new Map<number, string>();
     const readOnly = new Map<number, string>();
+    const refused = new Map<number, UnavailableError>();
     const fail = (payload: number, ruleUuid: string, message: string, line?: number): void => {
       if (failures.has(payload)) return;
       failures.set(payload, `rule ${named(this.deps.ruleName(ruleUuid), ruleUuid)}: ${line !== undefined ? `line ${line}: ` : ''}${message}`);
@@ -96,11 +102,13 @@ export class BatchApplier {
         const message = (err as Error).message;
         stats.reclassifyAsFailure(rule, message);
         fail(op.payload, rule, message);
-        if (err instanceof StoreReadOnlyError && !readOnly.has(op.payload)) readOnly.set(op.payload, message);
+        if (err instanceof StoreReadOnlyError) {
+          if (!readOnly.has(op.payload)) readOnly.set(op.payload, message);
+        } else if (err instanceof UnavailableError && !refused.has(op.payload)) refused.set(op.payload, err);
         log?.('warn', { ...this.logNames(rule), model: op.modelId }, message);
       }
     }
-    return { failures, readOnly, touched };
+    return { failures, readOnly, refused, touched };
   }
 
   /** Log lines carry the names beside the uuids (an operator reads names). */

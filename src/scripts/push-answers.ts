@@ -4,7 +4,7 @@
  * and visible; it waits for their fdatasync only under `sync = always`, or when the push asked for
  * `wait=durable`.
  */
-import { StoreReadOnlyError } from '../errors.js';
+import { PushRefusedError, StoreReadOnlyError, type UnavailableError } from '../errors.js';
 import type { Applied } from './batch-apply.js';
 import type { InputCounters } from './input-stats.js';
 import type { PushResult, RecordLog } from './types.js';
@@ -16,20 +16,27 @@ export class PushTicket {
   readonly result: PushResult = { accepted: 0, failed: 0, errors: [], durable: true };
   readonly done: Promise<PushResult>;
   private resolve!: (result: PushResult) => void;
+  private reject!: (error: PushRefusedError) => void;
 
   constructor(
     count: number,
     readonly waitDurable: boolean,
   ) {
     this.remaining = count;
-    this.done = new Promise((resolve) => (this.resolve = resolve));
+    this.done = new Promise((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+    });
   }
 
   private readonly kept: number[] = [];
+  /** Of the payloads a model refused for a moment, the refusal that asks to wait longest. */
+  private refused: UnavailableError | undefined;
 
-  /** `onDisk`: the payload's records (if any) were fdatasync'ed before this answer. */
-  settle(index: number, error: string | undefined, storeReadOnly: string | undefined, onDisk: boolean): void {
+  /** `onDisk`: the payload's records (if any) were fdatasync'ed before this answer. `refused`: see Applied. */
+  settle(index: number, error: string | undefined, storeReadOnly: string | undefined, onDisk: boolean, refused?: UnavailableError): void {
     if (storeReadOnly !== undefined) this.result.storeReadOnly ??= storeReadOnly;
+    if (refused !== undefined && refused.retryAfterS > (this.refused?.retryAfterS ?? -1)) this.refused = refused;
     if (!onDisk) this.result.durable = false;
     if (error === undefined) {
       this.result.accepted++;
@@ -38,11 +45,27 @@ export class PushTicket {
       this.result.failed++;
       if (this.result.errors.length < PUSH_ERRORS_MAX) this.result.errors.push({ index, message: error });
     }
-    if (--this.remaining === 0) {
-      this.result.errors.sort((a, b) => a.index - b.index);
-      if (this.result.storeReadOnly !== undefined) this.result.kept = this.kept.sort((a, b) => a - b);
-      this.resolve(this.result);
+    if (--this.remaining === 0) this.answer();
+  }
+
+  /**
+   * Once every payload is settled. A push that met a read-only store resolves with `storeReadOnly` (the
+   * route answers 503, PushPartlyKeptError); one a model refused for a moment is rejected with its 503
+   * here: answered 200, a client that checks only the status would drop the records.
+   */
+  private answer(): void {
+    this.result.errors.sort((a, b) => a.index - b.index);
+    const kept = this.kept.sort((a, b) => a - b);
+    if (this.result.storeReadOnly !== undefined) this.result.kept = kept;
+    else if (this.refused !== undefined) {
+      const { accepted, failed } = this.result;
+      const message =
+        `${this.refused.message}; of ${accepted + failed} payloads ${accepted} are stored and kept (data.kept lists their ` +
+        `line numbers), ${failed} were not stored: resend only those`;
+      this.reject(new PushRefusedError(message, this.refused.retryAfterS, { accepted, failed, kept }));
+      return;
     }
+    this.resolve(this.result);
   }
 }
 
@@ -56,7 +79,7 @@ export interface QueuedPayload {
 
 /** Settles every payload of an applied batch: at once, or once the logs it wrote to are durable. */
 export async function settlePayloads(entries: readonly QueuedPayload[], applied: Applied, counters: InputCounters): Promise<void> {
-  const { failures, readOnly, touched } = applied;
+  const { failures, readOnly, refused, touched } = applied;
   const waits = (p: number): boolean => entries[p].ticket?.waitDurable === true;
   const targetsOf = new Map<number, RecordLog[]>();
   for (const [target, { payloads }] of touched) for (const p of payloads) targetsOf.set(p, [...(targetsOf.get(p) ?? []), target]);
@@ -64,7 +87,7 @@ export async function settlePayloads(entries: readonly QueuedPayload[], applied:
   const settleEntry = (p: number, onDisk: boolean): void => {
     const entry = entries[p];
     counters.settled(failures.get(p));
-    entry.ticket?.settle(entry.index, failures.get(p), readOnly.get(p), onDisk);
+    entry.ticket?.settle(entry.index, failures.get(p), readOnly.get(p), onDisk, refused.get(p));
   };
   entries.forEach((_, p) => {
     if (!mustSync(p)) settleEntry(p, !targetsOf.has(p));
