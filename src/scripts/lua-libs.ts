@@ -59,8 +59,8 @@ export function hostFunctions(host: LibHost, timeoutMessage: string): Record<str
 
 /**
  * Runs once per engine, with the standard base, table, string, math and coroutine libraries open
- * (io, os, debug, package were never opened). Defines the globals JS calls: `__new_env`, `__compile`,
- * `__check`, `__invoke`; everything else a rule can reach is in its environment.
+ * (io, os, debug, package were never opened). Defines the two globals JS calls, `__compile_rule` and
+ * `__invoke`; everything else a rule can reach is in its environment.
  */
 export const PRELUDE_LUA = String.raw`
 local host = __host
@@ -240,7 +240,7 @@ local libs = {
 
 -- Each rule gets its own globals and its own copies of the library tables, so one rule cannot
 -- redefine rds.Save or string.format for another rule sharing the worker.
-function __new_env()
+local function new_env()
   local env = {}
   for k, v in next, base do env[k] = v end
   for name, lib in next, libs do
@@ -254,7 +254,7 @@ function __new_env()
 end
 
 -- Loads one script text into env (text mode only) and runs its top level. Returns nil or the error.
-function __compile(env, src, chunkname)
+local function compile_script(env, src, chunkname)
   local fn, err = rawload(src, '=' .. chunkname, 't', env)
   if not fn then return err end
   local ok, e = rawpcall(fn)
@@ -262,7 +262,7 @@ function __compile(env, src, chunkname)
   return nil
 end
 
-function __check(env, need_success, need_failed)
+local function check(env, need_success, need_failed)
   local actions = env.Actions
   if actions == nil and type(env.Main) == 'function' then
     -- A RHILEX applet (function Main(arg), no Actions): Main is the rule's one action.
@@ -278,6 +278,23 @@ function __check(env, need_success, need_failed)
   if need_success and type(env.Success) ~= 'function' then return "success: 'Success' callback function missed" end
   if need_failed and type(env.Failed) ~= 'function' then return "failed: 'Failed' callback function missed" end
   return nil
+end
+
+local SCRIPT_NAMES = { 'actions', 'success', 'failed' }
+-- A rule's scripts (nil for an empty one) compiled into a fresh environment: returns the environment,
+-- or nil and the error. One function, so JS runs a whole compile as one protected call with one clock.
+function __compile_rule(actions, success, failed)
+  local env = new_env()
+  local sources = { actions, success, failed }
+  for i = 1, #SCRIPT_NAMES do
+    if sources[i] ~= nil then
+      local err = compile_script(env, sources[i], SCRIPT_NAMES[i])
+      if err ~= nil then return nil, err end
+    end
+  end
+  local err = check(env, success ~= nil, failed ~= nil)
+  if err ~= nil then return nil, err end
+  return env
 end
 
 local INVOKE_OK, INVOKE_STOPPED, INVOKE_ERROR, INVOKE_TIMEOUT = 0, 1, 2, 3

@@ -292,7 +292,9 @@ export const LARGE_ALLOCATION_BYTES = 64 * 1024;
  */
 export class CappedAllocator {
   used: number;
-  max = 0;
+  private max = 0;
+  /** Whether anything was refused since the last `limit`. */
+  refused = false;
   readonly pointer: number;
 
   /** `timeUp` is asked before each large allocation; true refuses it. */
@@ -309,11 +311,17 @@ export class CappedAllocator {
       }
       const growth = pointer ? newSize - oldSize : newSize;
       const end = this.used + growth;
-      if (newSize > oldSize && this.max > 0 && end > this.max) return 0;
-      if (growth >= LARGE_ALLOCATION_BYTES && timeUp()) return 0;
-      const moved = realloc(pointer, newSize);
+      const capped = (newSize > oldSize && this.max > 0 && end > this.max) || (growth >= LARGE_ALLOCATION_BYTES && timeUp());
+      const moved = capped ? 0 : realloc(pointer, newSize);
       if (moved) this.used = end;
+      else this.refused = true;
       return moved;
     }, 'iiiii');
+  }
+
+  /** Caps the Lua heap at `bytes` (0: no cap) and forgets earlier refusals. */
+  limit(bytes: number): void {
+    this.max = bytes;
+    this.refused = false;
   }
 }

@@ -8,6 +8,8 @@
  * coroutine.resume / coroutine.close that catches anything raises the time-limit error again (asking
  * `__time_up`, not looking at the error, which a `<close>` handler or an xpcall handler may have
  * replaced), the allocator refuses large allocations, and the invocation is answered as timed out.
+ * Sticky within the call only: compiles and invocations all enter Lua through `protectedCall`, which
+ * starts a fresh clock and leaves none behind, so nothing one call ran into reaches the next.
  *
  * Rules are compiled once into environments kept in the Lua registry, and JS calls them through raw
  * stack operations: wasmoon 1.16 corrupts memory after repeated `doString` calls that return values
@@ -16,7 +18,7 @@
 import { LuaFactory, LUA_REGISTRYINDEX, LuaLibraries, type LuaEngine, type LuaWasm } from 'wasmoon';
 import { LuaBridge } from './lua-bridge.js';
 import { hostFunctions, INVOKE_ERROR, INVOKE_TIMEOUT, PRELUDE_LUA, type LibHost } from './lua-libs.js';
-import { CappedAllocator, captureWasmExports, LUA_TSTRING, rawLua, WasmStrings, type RawLua } from './lua-raw.js';
+import { CappedAllocator, captureWasmExports, LUA_TSTRING, LUA_TTABLE, rawLua, WasmStrings, type RawLua } from './lua-raw.js';
 import { capMessage, MESSAGE_CHARS_MAX } from './repeat-filter.js';
 
 export interface SandboxLimits {
@@ -39,7 +41,7 @@ const MEMORY_ERROR = 'not enough memory';
  */
 const MESSAGE_HEAD_BYTES = 16 * MESSAGE_CHARS_MAX;
 
-/** The deadline of the running protected call, and whether it has passed (which stays so until the next call). */
+/** The deadline of the running protected call, and whether it has passed (which stays so until the call ends). */
 class InvocationClock {
   private deadline = Infinity;
   expired = false;
@@ -49,9 +51,13 @@ class InvocationClock {
     this.expired = false;
   }
 
-  /** Outside protected calls nothing is ever late. */
+  /**
+   * Outside protected calls nothing is ever late: an expiry left over would make the hook raise in the
+   * next call before its own clock started, and the allocator refuse the next payload (a Lua panic).
+   */
   stop(): void {
     this.deadline = Infinity;
+    this.expired = false;
   }
 
   timeUp(): boolean {
@@ -62,8 +68,21 @@ class InvocationClock {
 
 export type ScriptName = 'actions' | 'success' | 'failed';
 
-/** The three scripts of a rule, compiled into one environment held by a registry reference. */
-export type CompileOutcome = { ok: true; envRef: number } | { ok: false; error: string };
+/**
+ * The three scripts of a rule, compiled into one environment held by a registry reference. A
+ * `transient` failure ran into the time or memory limit: it depends on how busy the machine is and
+ * what else the Lua heap holds, so the same scripts may compile next time.
+ */
+export type CompileOutcome = { ok: true; envRef: number } | { ok: false; error: string; transient?: true };
+
+/** How a protected call ended: Lua's status, and whether it ran out of time or was refused memory. */
+interface CallEnd {
+  rc: number;
+  timedOut: boolean;
+  refused: boolean;
+}
+
+const SCRIPT_NAMES: readonly ScriptName[] = ['actions', 'success', 'failed'];
 
 /** Raised by the instruction hook and recognised by the prelude, which rethrows it past pcall. */
 function timeoutMessage(limits: SandboxLimits): string {
@@ -73,6 +92,7 @@ function timeoutMessage(limits: SandboxLimits): string {
 export class LuaSandbox {
   private readonly hookPointer: number;
   private readonly state: number;
+  private readonly compileRef: bigint;
   private readonly invokeRef: bigint;
 
   private constructor(
@@ -84,10 +104,11 @@ export class LuaSandbox {
     private readonly bridge: LuaBridge,
     private readonly limits: SandboxLimits,
     private readonly clock: InvocationClock,
-    private readonly refs: { newEnv: number; compile: number; check: number; invoke: number },
+    refs: { compile: number; invoke: number },
   ) {
     const state = engine.global.address;
     this.state = state;
+    this.compileRef = BigInt(refs.compile);
     this.invokeRef = BigInt(refs.invoke);
     // A C string that lives as long as the engine: the hook raises it without converting anything.
     const timeoutText = timeoutMessage(limits);
@@ -144,37 +165,29 @@ export class LuaSandbox {
       lua.lua_getglobal(state, name);
       return lua.luaL_ref(state, LUA_REGISTRYINDEX);
     };
-    const refs = { newEnv: ref('__new_env'), compile: ref('__compile'), check: ref('__check'), invoke: ref('__invoke') };
+    const refs = { compile: ref('__compile_rule'), invoke: ref('__invoke') };
     return new LuaSandbox(engine, lua, raw, strings, allocator, bridge, limits, clock, refs);
   }
 
-  /** Compiles a rule's scripts into a fresh environment; empty success/failed scripts are skipped. */
+  /** Compiles a rule's scripts into a fresh environment, in one protected call; empty scripts are skipped. */
   compile(scripts: Record<ScriptName, string>): CompileOutcome {
-    const { lua, state } = this;
-    lua.lua_settop(state, 0);
-    lua.lua_rawgeti(state, LUA_REGISTRYINDEX, BigInt(this.refs.newEnv));
-    if (lua.lua_pcallk(state, 0, 1, 0, 0, null) !== 0) return { ok: false, error: this.popError() };
-    const envRef = lua.luaL_ref(state, LUA_REGISTRYINDEX);
-    const fail = (error: string): CompileOutcome => {
-      this.release(envRef);
-      return { ok: false, error };
-    };
-    for (const name of ['actions', 'success', 'failed'] as const) {
-      if (scripts[name].trim() === '') continue;
-      lua.lua_rawgeti(state, LUA_REGISTRYINDEX, BigInt(this.refs.compile));
-      lua.lua_rawgeti(state, LUA_REGISTRYINDEX, BigInt(envRef));
-      this.pushString(scripts[name]);
-      lua.lua_pushstring(state, name);
-      const error = this.callForMessage(3);
-      if (error !== undefined) return fail(error);
+    const { raw, state } = this;
+    raw.lua_settop(state, 0);
+    raw.lua_rawgeti(state, LUA_REGISTRYINDEX, this.compileRef);
+    for (const name of SCRIPT_NAMES) {
+      if (scripts[name].trim() === '') raw.lua_pushnil(state);
+      else this.pushString(scripts[name]);
     }
-    lua.lua_rawgeti(state, LUA_REGISTRYINDEX, BigInt(this.refs.check));
-    lua.lua_rawgeti(state, LUA_REGISTRYINDEX, BigInt(envRef));
-    lua.lua_pushboolean(state, scripts.success.trim() === '' ? 0 : 1);
-    lua.lua_pushboolean(state, scripts.failed.trim() === '' ? 0 : 1);
-    const error = this.callForMessage(3);
-    if (error !== undefined) return fail(error);
-    return { ok: true, envRef };
+    // The call leaves env, nil or nil, error (or the error it raised).
+    const end = this.protectedCall(3, 2);
+    if (end.timedOut || end.rc !== 0 || raw.lua_type(state, 1) !== LUA_TTABLE) {
+      // Once the time is up that is the outcome, whatever error the compile ended with (as for invoke).
+      const error = end.timedOut ? timeoutMessage(this.limits) : this.popError();
+      raw.lua_settop(state, 0);
+      return end.timedOut || end.refused ? { ok: false, error, transient: true } : { ok: false, error };
+    }
+    raw.lua_settop(state, 1);
+    return { ok: true, envRef: raw.luaL_ref(state, LUA_REGISTRYINDEX) };
   }
 
   release(envRef: number): void {
@@ -191,17 +204,17 @@ export class LuaSandbox {
     raw.lua_rawgeti(state, LUA_REGISTRYINDEX, BigInt(envRef));
     raw.lua_pushvalue(state, 1);
     this.bridge.setPayload(state, 1, payload);
-    let rc: number;
+    let end: CallEnd;
     try {
-      rc = this.protectedCall(2, 2);
+      end = this.protectedCall(2, 2);
     } finally {
       this.bridge.clearPayload();
     }
-    if (this.clock.expired) {
+    if (end.timedOut) {
       raw.lua_settop(state, 0);
       return { status: INVOKE_TIMEOUT, message: timeoutMessage(this.limits) };
     }
-    if (rc !== 0) return { status: INVOKE_ERROR, message: this.popError() };
+    if (end.rc !== 0) return { status: INVOKE_ERROR, message: this.popError() };
     const status = Number(raw.lua_tointegerx(state, 2, 0));
     const message = raw.lua_type(state, 3) === LUA_TSTRING ? this.readMessage(3) : undefined;
     raw.lua_settop(state, 0);
@@ -212,28 +225,20 @@ export class LuaSandbox {
     return this.allocator.used;
   }
 
-  /** Calls the function below `argCount` arguments (with the time limit); returns its string result, if any. */
-  private callForMessage(argCount: number): string | undefined {
-    const { lua, state } = this;
-    const rc = this.protectedCall(argCount, 1);
-    if (rc !== 0) return this.popError();
-    const message = lua.lua_type(state, -1) === LUA_TSTRING ? this.readMessage(-1) : undefined;
-    lua.lua_settop(state, -2);
-    return message;
-  }
-
   /**
-   * The limits apply only inside protected calls: an allocation refused outside one (pushing the
-   * next payload) would be a Lua panic, which aborts the whole wasm instance.
+   * The one way into Lua for compiles and invocations alike: each call gets its own clock and memory
+   * cap, and leaves neither behind. The limits apply only inside: an allocation refused outside one
+   * (pushing the next payload) would be a Lua panic, which aborts the whole wasm instance.
    */
-  private protectedCall(argCount: number, resultCount: number): number {
-    this.allocator.max = this.limits.memoryMb * 1024 * 1024;
+  private protectedCall(argCount: number, resultCount: number): CallEnd {
+    this.allocator.limit(this.limits.memoryMb * 1024 * 1024);
     this.clock.start(this.limits.timeoutMs);
     try {
-      return this.raw.lua_pcallk(this.state, argCount, resultCount, 0, 0, 0);
+      const rc = this.raw.lua_pcallk(this.state, argCount, resultCount, 0, 0, 0);
+      return { rc, timedOut: this.clock.expired, refused: this.allocator.refused };
     } finally {
       this.clock.stop();
-      this.allocator.max = 0;
+      this.allocator.limit(0);
     }
   }
 

@@ -165,15 +165,21 @@ export class ScriptWorker {
     return result;
   }
 
+  /**
+   * The rule's environment, compiled on the first task of each version. A compile that ran into the
+   * time or memory limit is not kept: on a less busy machine, or once other rules hold less memory,
+   * the same version may compile, so the next task tries again.
+   */
   private compiledRule(scripts: RunTask['rules'][number]): CompiledRule {
     const cached = this.compiled.get(scripts.uuid);
     if (cached && cached.version === scripts.version) return cached;
     if (cached?.envRef !== undefined) this.sandbox.release(cached.envRef);
+    this.compiled.delete(scripts.uuid);
     const outcome = this.sandbox.compile(scripts);
     const entry: CompiledRule = outcome.ok
       ? { version: scripts.version, envRef: outcome.envRef }
       : { version: scripts.version, error: `rule did not compile: ${outcome.error}` };
-    this.compiled.set(scripts.uuid, entry);
+    if (outcome.ok || !outcome.transient) this.compiled.set(scripts.uuid, entry);
     return entry;
   }
 
