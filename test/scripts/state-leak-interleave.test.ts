@@ -7,7 +7,7 @@
  * and no worker fails. Real engine and worker threads; fast-check's scheduler picks which actor's next
  * step starts, and whether the actor waits for it before the next one.
  *
- * `npm test` runs LEAK_RUNS (default 4) schedules from LEAK_SEED; a failure prints the seed and path to
+ * `npm test` runs LEAK_RUNS (default 6) schedules from LEAK_SEED; a failure prints the seed and path to
  * replay (`LEAK_SEED=… LEAK_RUNS=… npx vitest run test/scripts/state-leak-interleave.test.ts`).
  */
 import fc from 'fast-check';
@@ -15,7 +15,7 @@ import { describe, expect, it } from 'vitest';
 import { openHarness, type Harness } from './helpers.js';
 
 const seed = Number(process.env.LEAK_SEED ?? 20260311);
-const runs = Number(process.env.LEAK_RUNS ?? 4);
+const runs = Number(process.env.LEAK_RUNS ?? 6);
 
 const DEPTH = 300_000;
 const HOSTILE = {
@@ -137,9 +137,7 @@ class Run {
   private async perform(actor: string, step: Step): Promise<void> {
     switch (step.k) {
       case 'hostile':
-        // Whatever it answers: only what it leaves behind matters.
-        await this.h.engine.push(this.inputs.get('x')!, step.payloads.map((p) => HOSTILE[p]));
-        return;
+        return this.hostile(step.payloads);
       case 'push':
         return this.push(actor === 'y' ? 'y' : 'z', step.large);
       case 'update':
@@ -153,6 +151,12 @@ class Run {
       case 'dryRun':
         return this.dryRun(step.large);
     }
+  }
+
+  /** Each payload fails, at one limit or another; what it leaves in the worker is what the others check. */
+  private async hostile(payloads: Hostile[]): Promise<void> {
+    const answer = await this.h.engine.push(this.inputs.get('x')!, payloads.map((p) => HOSTILE[p]));
+    expect(answer.failed, `hostile ${payloads.join(', ')}: ${JSON.stringify(answer.errors)}`).toBe(payloads.length);
   }
 
   private payload(large: boolean): { v: number; text: string } {
