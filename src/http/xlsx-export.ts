@@ -7,6 +7,7 @@
 import { PassThrough } from 'node:stream';
 import { once } from 'node:events';
 import type { ExportOptions, ExportSource } from './export-source.js';
+import { isCreateAtInDomain } from '../store/index.js';
 
 /** Rows written before the producer checks for backpressure from the consumer. */
 const ROWS_PER_CHECK = 256;
@@ -16,7 +17,7 @@ type Cell = string | number | boolean | Date | null | { richText: Array<{ text: 
 /** A cell as the sheet should hold it: text as an inline string, create_at as a date (UTC), the rest as typed. */
 function cellOf(key: string, value: unknown): Cell {
   if (value === undefined || value === null) return null;
-  if (key === 'create_at' && typeof value === 'number') return new Date(value);
+  if (key === 'create_at' && typeof value === 'number') return isCreateAtInDomain(value) ? new Date(value) : value;
   if (typeof value === 'number' || typeof value === 'boolean') return value;
   const text = typeof value === 'string' ? value : JSON.stringify(value);
   return { richText: [{ text }] };

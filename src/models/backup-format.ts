@@ -6,9 +6,11 @@
  */
 import { InvalidArgumentError, StateError } from '../errors.js';
 import type { RecordView } from '../store/types.js';
+import { createAtDomainRule, idDomainRule } from '../store/index.js';
 import { parseAttributeFields, parseModelDescription, parseModelName, requireObject } from './attribute-input.js';
 import { describeValue } from '../util/messages.js';
 import { isId } from './ids.js';
+import { parseRetention } from './retention-input.js';
 import { isGeo } from './record-check.js';
 import { ATTRIBUTES_MAX, type Attribute, type DataModel } from './types.js';
 
@@ -23,6 +25,7 @@ export function backupModel(model: DataModel): Record<string, unknown> {
     published: model.published,
     createdAt: new Date(model.createdAtMs).toISOString(),
     attributes: model.attributes,
+    ...(model.retention === undefined ? {} : { retention: model.retention }),
   };
 }
 
@@ -166,6 +169,8 @@ export function parseBackupModel(value: unknown): DataModel {
     published: true,
     createdAtMs,
     attributes,
+    // A backup written before the header carried retention restores with the [store] defaults.
+    ...(body.retention === undefined || body.retention === null ? {} : { retention: withWhere('model.retention: ', () => parseRetention(body.retention)) }),
   };
 }
 
@@ -185,7 +190,6 @@ export function parseRestoreMarker(marker: unknown, modelId: string): DataModel 
 export class RecordLineReader {
   private readonly byName = new Map<string, Attribute>();
   private lastId = 0;
-  private lastTs = -Infinity;
 
   constructor(model: DataModel) {
     for (const a of model.attributes) this.byName.set(a.name, a);
@@ -199,12 +203,14 @@ export class RecordLineReader {
     }
     const input = value as Record<string, unknown>;
     const { id, create_at_ms: ts } = input;
-    if (typeof id !== 'number' || !Number.isSafeInteger(id) || id <= this.lastId) {
-      throw new InvalidArgumentError(`line ${lineNo}: id must be an integer above the previous line's ${this.lastId}, got ${describeValue(id)}`);
+    const idRule = idDomainRule(id);
+    if (idRule !== undefined) throw new InvalidArgumentError(`line ${lineNo}: ${idRule}`);
+    if ((id as number) <= this.lastId) {
+      throw new InvalidArgumentError(`line ${lineNo}: id must be above the previous line's ${this.lastId}, got ${describeValue(id)}`);
     }
-    if (typeof ts !== 'number' || !Number.isFinite(ts) || ts < this.lastTs) {
-      throw new InvalidArgumentError(`line ${lineNo}: create_at_ms must be a number of milliseconds, not before the previous line's, got ${describeValue(ts)}`);
-    }
+    // Times may step back (a clock corrected while the model was written, contract 20): ids alone give the order.
+    const tsRule = createAtDomainRule(ts);
+    if (tsRule !== undefined) throw new InvalidArgumentError(`line ${lineNo}: ${tsRule.replace('create_at', 'create_at_ms')}`);
     for (const key in input) {
       if (key === 'id' || key === 'create_at_ms') continue;
       const attribute = this.byName.get(key);
@@ -212,9 +218,8 @@ export class RecordLineReader {
       const problem = storedValueProblem(attribute, input[key]);
       if (problem !== undefined) throw new InvalidArgumentError(`line ${lineNo}: ${problem}`);
     }
-    this.lastId = id;
-    this.lastTs = ts;
-    return { id, tsMs: ts, record: input };
+    this.lastId = id as number;
+    return { id: id as number, tsMs: ts as number, record: input };
   }
 }
 

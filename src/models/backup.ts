@@ -7,11 +7,11 @@
  * next open. See docs/models.md "Backup, restore and import".
  */
 import { InvalidArgumentError, StateError } from '../errors.js';
-import type { ModelLog, ModelSpec, Store } from '../store/index.js';
+import { ID_MAX, createAtDomainRule, type ModelLog, type ModelSpec, type Store } from '../store/index.js';
 import { lineBatches } from '../util/lines.js';
 import { named } from '../util/messages.js';
 import { backupModel, headerLine, parseHeader, RecordLineChunker, RecordLineReader } from './backup-format.js';
-import { importRows, type ImportFormat } from './import-rows.js';
+import { importRows, type ImportFormat, type ImportRow } from './import-rows.js';
 import type { ModelRegistry } from './registry.js';
 import type { DataModel } from './types.js';
 
@@ -20,7 +20,7 @@ const CHUNK_CHARS = 256 * 1024;
 /** A record is at most 1 MiB stored; its JSON line may be a few times that. */
 export const LINE_BYTES_MAX = 8 * 1024 * 1024;
 
-export type BackupLog = Pick<ModelLog, 'iterate' | 'stats' | 'recovery'>;
+export type BackupLog = Pick<ModelLog, 'iterate' | 'stats' | 'recovery' | 'storedIdCount'>;
 
 export interface Progress {
   /** Records backed up, restored or imported so far. */
@@ -52,9 +52,9 @@ export async function* backupChunks(model: DataModel, log: BackupLog, progress: 
   const stats = log.stats();
   const iterator = log.iterate({ toId: stats.lastId });
   const first = iterator.next();
-  const lost = lostIdsWithin(log.recovery.lostRanges, stats.firstId, stats.lastId);
+  const lost = lostIdsWithin(log, stats.firstId, stats.lastId);
   const lines = new RecordLineChunker(model, CHUNK_CHARS);
-  let header = headerLine(model, Math.max(0, stats.lastId - stats.firstId + 1 - lost));
+  let header = headerLine(model, Math.max(0, stats.total - lost));
   let done = 0;
   try {
     for (let step = await first; step.done !== true; step = await iterator.next()) {
@@ -73,9 +73,14 @@ export async function* backupChunks(model: DataModel, log: BackupLog, progress: 
   progress.onRecords?.(done);
 }
 
-function lostIdsWithin(ranges: ReadonlyArray<{ fromId: number; toId: number }>, a: number, b: number): number {
+/** Lost ids that stats().total counts: those inside the log's runs of ids (a range lost at the tail lies in a gap). */
+function lostIdsWithin(log: BackupLog, a: number, b: number): number {
   let n = 0;
-  for (const r of ranges) n += Math.max(0, Math.min(b, r.toId) - Math.max(a, r.fromId) + 1);
+  for (const r of log.recovery.lostRanges) {
+    const lo = Math.max(a, r.fromId);
+    const hi = Math.min(b, r.toId);
+    if (hi >= lo) n += log.storedIdCount(lo, hi);
+  }
   return n;
 }
 
@@ -103,6 +108,7 @@ export class ModelTransfers {
     let reader: RecordLineReader | undefined;
     let staging: ReturnType<Store['stage']> | undefined;
     let claimed: string | undefined;
+    let expected: DataModel | undefined;
     let lineNo = 0;
     let lastId = 0;
     try {
@@ -114,7 +120,7 @@ export class ModelTransfers {
           if (header === undefined || reader === undefined || staging === undefined) {
             if (lineNo !== 1) throw new InvalidArgumentError(`line ${lineNo}: the header must be line 1`);
             header = parseHeader(line);
-            this.checkRestorable(header.model, options.replace);
+            expected = this.checkRestorable(header.model, options.replace);
             this.claim(header.model.uuid);
             claimed = header.model.uuid;
             reader = new RecordLineReader(header.model);
@@ -136,8 +142,9 @@ export class ModelTransfers {
           `backup ends at line ${lineNo} after ${staging.count} records, but its header announces ${header.records}: the file is cut short or was edited`,
         );
       }
-      await staging.commit(backupModel(header.model));
-      const model = await this.registry.installRestored(header.model);
+      const ready = staging;
+      const restored = header.model;
+      const model = await this.registry.installRestored(restored, { expected, commit: () => ready.commit(backupModel(restored)) });
       return { uuid: model.uuid, name: model.name, records: staging.count, nextId: lastId + 1 };
     } catch (err) {
       await staging?.discard();
@@ -173,12 +180,8 @@ export class ModelTransfers {
       const firstId = id;
       for await (const rows of importRows(format, model, lineBatches(body, `${format} file`, LINE_BYTES_MAX))) {
         for (const row of rows) {
-          if (row.tsMs < lastTs) {
-            throw new InvalidArgumentError(
-              `line ${row.lineNo}: create_at ${new Date(row.tsMs).toISOString()} is before ${new Date(lastTs).toISOString()}, ` +
-                `the ${id === firstId ? "model's newest record's" : "previous row's"}: imported rows must not go back in time`,
-            );
-          }
+          checkRowTime(row, lastTs, id === firstId);
+          if (id > ID_MAX) throw new InvalidArgumentError(`line ${row.lineNo}: this row would take id ${id}, past ${ID_MAX}, the highest an id may be`);
           staging.append(id++, row.tsMs, row.record);
           lastTs = row.tsMs;
         }
@@ -190,8 +193,8 @@ export class ModelTransfers {
         await staging.discard();
         return { uuid, name: model.name, imported: 0, firstId: null, lastId: null };
       }
-      await staging.commit(backupModel(model));
-      await this.registry.installRestored(model);
+      const ready = staging;
+      await this.registry.installRestored(model, { expected: model, commit: () => ready.commit(backupModel(model)) });
       return { uuid, name: model.name, imported, firstId, lastId: id - 1 };
     } catch (err) {
       await staging?.discard();
@@ -202,9 +205,11 @@ export class ModelTransfers {
     }
   }
 
-  private checkRestorable(model: DataModel, replace: boolean): void {
+  /** Returns the model the restore replaces (undefined: none), which must still be there as it is when the restore commits. */
+  private checkRestorable(model: DataModel, replace: boolean): DataModel | undefined {
     const models = this.registry.list();
-    if (!replace && models.some((m) => m.uuid === model.uuid)) {
+    const existing = models.find((m) => m.uuid === model.uuid);
+    if (!replace && existing !== undefined) {
       throw new StateError(`model ${named(model.name, model.uuid)} exists: restore with replace=true to replace it and its records`);
     }
     const mine = new Set(model.attributes.map((a) => a.uuid));
@@ -213,12 +218,30 @@ export class ModelTransfers {
       const clash = other.attributes.find((a) => mine.has(a.uuid));
       if (clash) throw new StateError(`attribute ${named(clash.name, clash.uuid)} of the backup belongs to model ${named(other.name, other.uuid)} here: delete that model first`);
     }
+    return existing;
   }
 
   private claim(uuid: string): void {
     if (this.busy.has(uuid)) throw new StateError(`a restore or import of model ${uuid} is running; try again when it has finished`);
     this.busy.add(uuid);
   }
+}
+
+/**
+ * An imported row's create_at: inside the domain (contract 20), and not before the row before it or, for
+ * the first row, the model's newest record (the store's time ranges find records by a binary search over
+ * create_at in id order).
+ */
+function checkRowTime(row: ImportRow, previousMs: number, first: boolean): void {
+  const rule = createAtDomainRule(row.tsMs);
+  if (rule !== undefined) throw new InvalidArgumentError(`line ${row.lineNo}: ${rule}`);
+  if (row.tsMs >= previousMs) return;
+  const at = `line ${row.lineNo}: create_at ${new Date(row.tsMs).toISOString()} is before ${new Date(previousMs).toISOString()}`;
+  if (!first) throw new InvalidArgumentError(`${at}, the previous row's: imported rows must not go back in time; sort the file by create_at`);
+  throw new InvalidArgumentError(
+    `${at}, the create_at of the model's newest record: imported rows must not go back in time. Import only the rows after it, ` +
+      'or back up the model, add these rows to the backup file in create_at order, and restore it with replace=true',
+  );
 }
 
 function specOf(model: DataModel): ModelSpec {

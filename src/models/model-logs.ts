@@ -13,6 +13,8 @@ export class ModelLogs {
   private readonly logs = new Map<string, ModelLog>();
   /** Published models whose store log refused to open (see FIELDS), with the reason: the others serve. */
   private readonly closedModels = new Map<string, string>();
+  /** Models whose closed reason is a restore's swap (closeForRestore), until reopen or forget. */
+  private readonly restoring = new Set<string>();
 
   constructor(private readonly store: Store) {}
 
@@ -41,6 +43,7 @@ export class ModelLogs {
 
   /** Opens the log of a published model; one the store refuses (StateError) leaves the model closed, saying why. */
   async reopen(model: DataModel): Promise<void> {
+    this.restoring.delete(model.uuid);
     try {
       this.logs.set(model.uuid, await this.store.openModel(model.uuid, this.specOf(model)));
       this.closedModels.delete(model.uuid);
@@ -54,17 +57,20 @@ export class ModelLogs {
   closeForRestore(model: DataModel): void {
     this.logs.delete(model.uuid);
     this.closedModels.set(model.uuid, `model ${named(model.name, model.uuid)} is being restored; retry in a moment`);
+    this.restoring.add(model.uuid);
   }
 
   /** Its data is being dropped: neither open nor closed any more. */
   forget(modelId: string): void {
     this.logs.delete(modelId);
     this.closedModels.delete(modelId);
+    this.restoring.delete(modelId);
   }
 
   log(model: DataModel): ModelLog {
     const reason = this.closedModels.get(model.uuid);
-    if (reason !== undefined) throw new UnavailableError(reason, 60);
+    // A restore's swap takes milliseconds; a model that cannot be opened waits for the operator.
+    if (reason !== undefined) throw new UnavailableError(reason, this.restoring.has(model.uuid) ? 1 : 60);
     const log = this.logs.get(model.uuid);
     if (!model.published || !log) throw new StateError(`model ${named(model.name, model.uuid)} is not published`);
     return log;

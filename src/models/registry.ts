@@ -250,12 +250,24 @@ export class ModelRegistry {
   }
 
   /**
-   * Restore and import (src/models/backup.ts): the store holds a committed `.ready-<uuid>` directory
-   * with `model`'s records. Swaps it in, records the model, published, in models.json (in place of the
-   * model with that uuid, if any) and opens its log. Reads and writes of the model answer 503 meanwhile.
+   * Restore and import (src/models/backup.ts): `transfer.commit` turns the staged records into a
+   * committed `.ready-<uuid>` directory. It runs here, in the queue of changes, and only while the
+   * model is still `transfer.expected`, the object the transfer started from (undefined: there was no
+   * model): a delete, rename, attribute or retention change made meanwhile fails the transfer with 409
+   * rather than being reverted by it (contract 20). Then the directory is swapped in, the model recorded,
+   * published, in models.json (in place of the model with that uuid, if any) and its log opened. Reads and
+   * writes of the model answer 503 meanwhile.
    */
-  installRestored(model: DataModel): Promise<DataModel> {
+  installRestored(model: DataModel, transfer: { expected: DataModel | undefined; commit: () => Promise<unknown> }): Promise<DataModel> {
     return this.change(async () => {
+      const current = this.saved.find(model.uuid);
+      if (current !== transfer.expected) {
+        const what = current === undefined ? 'deleted' : transfer.expected === undefined ? 'created' : 'changed';
+        throw new StateError(
+          `model ${named(model.name, model.uuid)} was ${what} while this restore or import ran: nothing was written; run it again if it is still wanted`,
+        );
+      }
+      await transfer.commit();
       this.logs.closeForRestore(model);
       await this.store.adoptReady(model.uuid);
       const stored = await this.record(model);

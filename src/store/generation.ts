@@ -7,6 +7,7 @@
 import { FRAME_HEADER_BYTES, FRAME_SAVE, FRAME_SUPERSEDE, type FrameType, checkFrame, followsFrame, frameId, frameTs } from './frame.js';
 import { Segment, newestRecordId } from './segment.js';
 import { totalBytes } from './retention.js';
+import { storedIdCount } from './id-spans.js';
 import { Writer, type WriterOptions } from './writer.js';
 import type { WriteBuffer } from './write-buffer.js';
 import type { ManifestWriter } from './manifest.js';
@@ -112,7 +113,7 @@ export class Generation {
     // Retention removes whole segments, so the oldest create_at is the first of the head segment.
     const head = this.segments.find((s) => s.count > 0);
     return {
-      total: Math.max(0, lastId - firstId + 1),
+      total: lastId < firstId ? 0 : storedIdCount(this.segments, firstId, lastId),
       firstId,
       lastId,
       nextId: this.nextId,

@@ -14,3 +14,4 @@ export {
 } from './constants.js';
 export { FSYNC_BUCKETS_S, LatencyHistogram, type LatencySnapshot } from './latency.js';
 export { type RetentionFloor } from './retention.js';
+export { CREATE_AT_MAX_MS, CREATE_AT_MIN_MS, ID_MAX, createAtDomainRule, idDomainRule, isCreateAtInDomain, isIdInDomain } from './domain.js';

@@ -11,6 +11,7 @@ import { JsonOut } from './json-out.js';
 import { RecordJson, type Stamp } from './record-json.js';
 import { LinePrinter, type KeptFrames, type LineFormat, type RecordLines } from './record-lines.js';
 import { idRangeOf, type IdRange, type TimeRange } from './time-index.js';
+import { nextStoredId, storedIdCount, storedIdDown, storedIdUp } from './id-spans.js';
 import type { FieldLayout } from './field-layout.js';
 import type { FileIo } from './file-io.js';
 import type { ExportRange, PageJson, PageQuery, PageResult, RecordView } from './types.js';
@@ -47,11 +48,15 @@ async function planPage(cx: ReadContext, g: Generation, q: PageQuery, current: (
     ({ firstId, lastId } = await idRangeOfTime(cx, g, q));
     if (!current()) return undefined;
   }
-  const total = Math.max(0, lastId - firstId + 1);
+  // By rank over the runs of stored ids (id-spans.ts): a restored gap between two ids is no records.
+  const total = lastId < firstId ? 0 : storedIdCount(g.segments, firstId, lastId);
   const skip = (q.current - 1) * q.size;
-  const lo = q.order === 'asc' ? firstId + skip : Math.max(firstId, lastId - skip - q.size + 1);
-  const hi = q.order === 'asc' ? Math.min(lastId, firstId + skip + q.size - 1) : lastId - skip;
-  if (lo > hi) return { total, parts: [] };
+  if (skip >= total) return { total, parts: [] };
+  const lastRank = Math.min(total - 1, skip + q.size - 1);
+  const asc = q.order === 'asc';
+  const lo = asc ? storedIdUp(g.segments, firstId, skip) : storedIdDown(g.segments, lastId, lastRank);
+  const hi = asc ? storedIdUp(g.segments, firstId, lastRank) : storedIdDown(g.segments, lastId, skip);
+  assert(lo !== undefined && hi !== undefined && lo <= hi, 'a page inside the total has stored ids at both ends');
   const parts = planParts(g.segments, lo, hi);
   const bytes = bytesOf(parts);
   if (bytes > PAGE_BYTES_MAX) {
@@ -154,9 +159,9 @@ export async function readLines(cx: ReadContext, g: Generation, fromId: number, 
     printer = new LinePrinter(cx.layout, format);
     linePrinters.set(format, printer);
   }
-  const a = Math.max(fromId, g.segments[0].firstId);
+  const a = nextStoredId(g.segments, fromId);
   const end = Math.min(toId, newestRecordId(g.segments));
-  if (a > end) return printer.print(keptFrames(0), toId);
+  if (a === undefined || a > end) return printer.print(keptFrames(0), toId);
   const hi = fitRange(g.segments, a, Math.min(end, a + LINES_RECORDS_MAX - 1), PAGE_BYTES_MAX);
   const frames = await readKeptFrames(cx, g, planParts(g.segments, a, hi));
   return printer.print(frames, hi < end ? hi : toId);
@@ -186,14 +191,14 @@ export async function* iterateRecords(cx: ReadContext, g: Generation, range: Exp
   const held = new HeldSegments(g.segments);
   try {
     const segments = held.segments;
-    const a = Math.max(range.fromId ?? 1, segments[0].firstId);
     const b = Math.min(range.toId ?? Number.MAX_SAFE_INTEGER, g.nextId - 1);
-    for (let lo = a; lo <= b; ) {
+    // Chunk by chunk, stepping over any gap between runs of ids (id-spans.ts): the cost follows the records.
+    for (let lo = nextStoredId(segments, range.fromId ?? 1); lo !== undefined && lo <= b; ) {
       held.releaseBefore(lo);
       const hi = fitRange(segments, lo, Math.min(b, lo + ITERATE_CHUNK_RECORDS - 1), PAGE_BYTES_MAX);
       const recs = await readRange(cx.io, g.buffer, segments, lo, hi, cx.lost);
       for (const r of recs) yield toView(p, r.id, r.ts, decodeValues(r.payload));
-      lo = hi + 1;
+      lo = nextStoredId(segments, hi + 1);
     }
   } finally {
     held.releaseAll();

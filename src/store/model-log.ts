@@ -27,6 +27,8 @@ import type { FileIo } from './file-io.js';
 import type { SealedFdCache } from './sealed-fds.js';
 import { FindingsBook } from './findings.js';
 import { AgeClock } from './age-clock.js';
+import { ID_MAX, createAtDomainRule, idDomainRule } from './domain.js';
+import { storedIdCount } from './id-spans.js';
 import {
   CHECKPOINT_INTERVAL_MS,
   CLOCK_JUMP_MAX_MS_DEFAULT,
@@ -174,7 +176,7 @@ export class ModelLog {
 
   save(record: Record<string, unknown>): number {
     const g = this.writable();
-    return this.append(g, FRAME_SAVE, g.nextId, this.ageClock.recordTs(Date.now(), g.lastTs), this.fieldBook.valuesOf(record));
+    return this.append(g, FRAME_SAVE, this.newId(g), this.clockTs(g), this.fieldBook.valuesOf(record));
   }
 
   updateLast(fields: Record<string, unknown>): number {
@@ -182,7 +184,7 @@ export class ModelLog {
     if (g.lastValues === undefined) return this.save(fields);
     const values = this.fieldBook.updated(g.lastValues, fields, 'updateLast');
     // The newest id handed out lost its record (recovery): the update becomes a new record.
-    if (g.lastId !== g.nextId - 1) return this.append(g, FRAME_SAVE, g.nextId, this.ageClock.recordTs(Date.now(), g.lastTs), values);
+    if (g.lastId !== g.nextId - 1) return this.append(g, FRAME_SAVE, this.newId(g), this.clockTs(g), values);
     const id = this.append(g, FRAME_SUPERSEDE, g.lastId, g.lastTs, values);
     for (const listener of this.supersedeListeners) listener(id);
     return id;
@@ -209,12 +211,39 @@ export class ModelLog {
     return { firstId: g.segments[0].firstId, lastId: newestRecordId(g.segments) };
   }
 
+  /** How many ids in [a, b] the current generation holds (id-spans.ts): gaps between runs of ids count nothing. */
+  storedIdCount(a: number, b: number): number {
+    return storedIdCount(this.gen.segments, a, b);
+  }
+
   /**
    * Retention keeps what the floor holds (retention.ts RetentionFloor); one floor per log, undefined
    * removes it. Set by the fleet uplink for the models it ships.
    */
   setRetentionFloor(floor: RetentionFloor | undefined): void {
     this.retention.setFloor(floor);
+  }
+
+  /** The id a new record takes; 503 once the id space of domain.ts is used up (never an id a double cannot hold). */
+  private newId(g: Generation): number {
+    if (g.nextId > ID_MAX) {
+      throw new UnavailableError(
+        `model ${this.modelId}: id space exhausted: the next id ${g.nextId} would pass ${ID_MAX}, the highest an id may be; ` +
+          'back up the records you need, then clear the model (ids start again at 1)',
+        3600,
+        undefined,
+        'ERR_ID_SPACE_EXHAUSTED',
+      );
+    }
+    return g.nextId;
+  }
+
+  /** create_at of a record written now (age-clock.ts); 503 while the clock reads outside the domain of domain.ts. */
+  private clockTs(g: Generation): number {
+    const ts = this.ageClock.recordTs(Date.now(), g.lastTs);
+    const rule = createAtDomainRule(ts);
+    if (rule !== undefined) throw new UnavailableError(`model ${this.modelId}: the clock gives a create_at outside its domain: ${rule}; set the clock`, 60, undefined, 'ERR_CLOCK_OUT_OF_DOMAIN');
+    return ts;
   }
 
   /**
@@ -231,14 +260,18 @@ export class ModelLog {
 
   /**
    * Appends a record with the given id and create_at (restore, import): `id` >= the next id (a gap starts
-   * a new segment, as ids lost to corruption do), `tsMs` >= the newest create_at. Unknown keys are
-   * ignored, a missing attribute is stored as never received. Throws UnavailableError when the write
-   * queue is full: await durable() now and then.
+   * a new segment, as ids lost to corruption do), both inside the domain of domain.ts. create_at may step
+   * back, as the clock's may (age-clock.ts): a backup of a log written across a clock correction restores
+   * as it was. Unknown keys are ignored, a missing attribute is stored as never received. Throws
+   * UnavailableError when the write queue is full: await durable() now and then.
    */
   appendStored(id: number, tsMs: number, record: Record<string, unknown>): number {
     const g = this.writable(true);
-    if (!Number.isSafeInteger(id) || id < g.nextId) throw new InvalidArgumentError(`appendStored: id ${id} is below the next id ${g.nextId}`);
-    if (!Number.isFinite(tsMs) || tsMs < g.lastTs) throw new InvalidArgumentError(`appendStored: create_at ${tsMs} is before ${g.lastTs}`);
+    const idRule = idDomainRule(id);
+    if (idRule !== undefined) throw new InvalidArgumentError(`appendStored: ${idRule}`);
+    if (id < g.nextId) throw new InvalidArgumentError(`appendStored: id ${id} is below the next id ${g.nextId}`);
+    const tsRule = createAtDomainRule(tsMs);
+    if (tsRule !== undefined) throw new InvalidArgumentError(`appendStored: ${tsRule}`);
     const values = this.fieldBook.valuesOf(record);
     const active = g.segments[g.segments.length - 1];
     if (id > g.nextId) {

@@ -6,6 +6,7 @@
 import type { FileIo } from './file-io.js';
 import { indexName, newestRecordId, segmentName, type Segment } from './segment.js';
 import type { ManifestWriter } from './manifest.js';
+import { storedIdCount } from './id-spans.js';
 import { manifestOf } from './recovery.js';
 import { summaryName } from './summary-file.js';
 import { compactedName } from './zlog.js';
@@ -24,8 +25,7 @@ export function totalBytes(segments: readonly Segment[]): number {
 
 function exceeded(segments: readonly Segment[], limits: RetentionLimits, nowMs: number): boolean {
   const head = segments[0];
-  const lastId = segments[segments.length - 1].lastId;
-  if (limits.maxRecords > 0 && lastId - head.firstId + 1 > limits.maxRecords) return true;
+  if (limits.maxRecords > 0 && storedIdCount(segments, head.firstId, segments[segments.length - 1].lastId) > limits.maxRecords) return true;
   if (limits.maxBytes > 0 && totalBytes(segments) > limits.maxBytes) return true;
   return limits.maxAgeMs > 0 && head.maxTs < nowMs - limits.maxAgeMs;
 }

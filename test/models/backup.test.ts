@@ -185,7 +185,7 @@ describe('restore', () => {
     const cases: Array<[string, string[], RegExp]> = [
       ['wrong type', lines.map((l, i) => (i === 12 ? l.replace(/"count":\d+/, '"count":"x"') : l)), /^line 13: attribute 'count' expects INTEGER/],
       ['unknown key', lines.map((l, i) => (i === 5 ? l.replace('{"id"', '{"bogus":1,"id"') : l)), /^line 6: unknown attribute 'bogus'/],
-      ['ids out of order', lines.map((l, i) => (i === 7 ? lines[3] : l)), /^line 8: id must be an integer above/],
+      ['ids out of order', lines.map((l, i) => (i === 7 ? lines[3] : l)), /^line 8: id must be above the previous line's 6, got 3$/],
       ['not JSON', lines.map((l, i) => (i === 9 ? '{"id":' : l)), /^line 10: not valid JSON/],
       ['cut short', lines.slice(0, 15), /ends at line 15 after 14 records, but its header announces 20/],
       ['not a backup', ['{"format":"csv"}'], /^line 1: format must be "edge-datacenter-backup\/1"/],
