@@ -1,9 +1,11 @@
 /**
  * `GET /api/v1/datacenter/stream` (contract 11): Server-Sent Events of one or more models' records,
  * behind the data secret. Parameters are checked and every model looked up (404/409) before the stream
- * starts; the subscriptions themselves are live.ts's.
+ * starts; the subscriptions themselves are live.ts's. A model deleted or returned to draft meanwhile gets
+ * `event: gone` (data `{"uuid","msg"}`), and the stream ends when none of its models is left.
  */
 import { InvalidArgumentError } from '../errors.js';
+import type { DataModel } from '../models/types.js';
 import type { RegistryView } from './deps.js';
 import { type LiveHub, type LiveMode } from './live.js';
 import { badParameter, listParam, one, selectFields, type QueryParams } from './params.js';
@@ -36,6 +38,8 @@ export function afterIds(values: readonly string[], uuids: readonly string[], na
 }
 
 export function addLiveRoutes(router: Router, registry: RegistryView, dataSecret: Guard, hub: LiveHub): void {
+  // Here because the hub and the registry meet here; the WebSocket's subscriptions share the hub.
+  hub.watchModels(registry);
   router.group({ prefix: '/api/v1/datacenter', guard: dataSecret, cors: true }, (g) => {
     g.get('/stream', (ctx) => {
       const query = ctx.query;
@@ -51,7 +55,7 @@ export function addLiveRoutes(router: Router, registry: RegistryView, dataSecret
       const models = uuids.map((u) => publishedModel(registry, u));
       const selects = models.map((m) => selectFields(query, m));
       const headers = { 'Content-Type': 'text/event-stream; charset=utf-8', 'X-Accel-Buffering': 'no' };
-      return new StreamReply(headers, (sink) => stream(sink, hub, registry, uuids, selects, mode, after));
+      return new StreamReply(headers, (sink) => stream(sink, hub, registry, models, selects, mode, after));
     });
   });
 }
@@ -60,7 +64,7 @@ async function stream(
   sink: StreamSink,
   hub: LiveHub,
   registry: RegistryView,
-  uuids: readonly string[],
+  models: readonly DataModel[],
   selects: ReadonlyArray<readonly string[] | undefined>,
   mode: LiveMode,
   after: ReadonlyMap<string, number>,
@@ -77,12 +81,17 @@ async function stream(
     }
     return ok;
   };
-  const client = hub.client({
-    format: 'sse',
-    recordText: (uuid, id, json) => `event: record\nid: ${uuid}:${id}\ndata: {"uuid":${JSON.stringify(uuid)},"record":${json}}\n\n`,
-    gapText: (uuid, from, to) => `event: gap\ndata: ${JSON.stringify({ uuid, from, to })}\n\n`,
-    write: (texts) => write(texts.length === 1 ? texts[0] : texts.join('')),
-  });
+  const client = hub.client(
+    {
+      format: 'sse',
+      recordText: (uuid, id, json) => `event: record\nid: ${uuid}:${id}\ndata: {"uuid":${JSON.stringify(uuid)},"record":${json}}\n\n`,
+      gapText: (uuid, from, to) => `event: gap\ndata: ${JSON.stringify({ uuid, from, to })}\n\n`,
+      // Not `event: error`: EventSource hands that name to the same listeners as its connection errors.
+      goneText: (uuid, msg) => `event: gone\ndata: ${JSON.stringify({ uuid, msg })}\n\n`,
+      write: (texts) => write(texts.length === 1 ? texts[0] : texts.join('')),
+    },
+    { closeWhenNoModels: true },
+  );
   let sinceKeepaliveMs = 0;
   const watch = setInterval(() => {
     if (sink.aborted) return hub.forget(client);
@@ -94,8 +103,9 @@ async function stream(
   }, ABORT_CHECK_MS);
   try {
     write(': stream open\n\n');
-    for (let i = 0; i < uuids.length && !client.closed; i++) {
-      await client.subscribe(uuids[i], registry.log(uuids[i]), { select: selects[i], mode, afterId: after.get(uuids[i]) });
+    for (let i = 0; i < models.length && !client.closed; i++) {
+      const { uuid, name } = models[i];
+      await client.subscribe(uuid, registry.log(uuid), { name, select: selects[i], mode, afterId: after.get(uuid) });
     }
     await client.ended;
   } finally {

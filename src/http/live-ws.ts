@@ -2,7 +2,8 @@
  * WebSocket at `/api/v1/datacenter/ws?secrets=` (contract 11). The upgrade passes the same checks as a
  * routed request (Host allowlist, the data secret guard with its throttle) and is answered with the JSON
  * error envelope when it fails. Then the client sends `{"op":"subscribe",...}` / `{"op":"unsubscribe",...}`
- * and gets `record`, `gap` and `error` messages; the subscriptions are live.ts's, as for SSE.
+ * and gets `record`, `gap` and `error` messages (an `error` with `uuid`: that model was deleted or returned
+ * to draft, and its subscription ended); the subscriptions are live.ts's, as for SSE.
  *
  * The socket itself is uWS's (uws-transport.ts wires a LiveWsSession to it). node:http has no WebSocket
  * and none is a dependency, so on the node transport the upgrade is answered 501 after the same checks
@@ -88,6 +89,7 @@ export class LiveWsSession {
       format: 'ws',
       recordText: (uuid, _id, json) => `{"type":"record","uuid":${JSON.stringify(uuid)},"record":${json}}`,
       gapText: (uuid, from, to) => JSON.stringify({ type: 'gap', uuid, from, to }),
+      goneText: (uuid, msg) => JSON.stringify({ type: 'error', uuid, msg }),
       write: (texts) => !this.closed && this.send(texts),
     });
   }
@@ -150,11 +152,11 @@ async function handle(o: LiveWsOptions, session: LiveWsSession, text: string): P
   // Everything is checked before the first subscription: a bad request subscribes to nothing.
   const plans = uuids.map((u) => {
     const model = publishedModel(o.registry, u);
-    return { uuid: u, log: o.registry.log(u), select: select === undefined ? undefined : selectFields(new Map([['select', select]]), model) };
+    return { uuid: u, name: model.name, log: o.registry.log(u), select: select === undefined ? undefined : selectFields(new Map([['select', select]]), model) };
   });
   for (const p of plans) {
     if (session.isClosed) return;
-    await client.subscribe(p.uuid, p.log, { select: p.select, mode: mode as LiveMode, afterId: after[p.uuid] as number | undefined });
+    await client.subscribe(p.uuid, p.log, { name: p.name, select: p.select, mode: mode as LiveMode, afterId: after[p.uuid] as number | undefined });
   }
 }
 

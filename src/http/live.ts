@@ -7,6 +7,10 @@
  * the records it misses are only counted as an id range, and once the socket drains it gets one `gap`
  * with that range and continues from the newest record. What waits in the socket is at most the one
  * delivery that filled it.
+ *
+ * A model that is deleted or returned to draft (its records deleted) ends its subscriptions with one
+ * `gone` text naming it: its log will never move again, and a silent stream would look like a quiet plant.
+ * The hub learns of it from the registry's model list (watchModels), compared by identity each tick.
  */
 import type { RecordView } from '../store/types.js';
 import { formatRecord, isoSeconds } from './format.js';
@@ -24,12 +28,19 @@ export interface LiveLog {
 
 export type LiveMode = 'all' | 'latest';
 
+/** The models as the registry holds them: a new frozen array after every change. */
+export interface LiveModels {
+  readonly models: ReadonlyArray<{ readonly uuid: string; readonly name: string; readonly published: boolean }>;
+}
+
 /** What a transport (SSE, WebSocket) gives a subscription. */
 export interface LiveSink {
   /** Names the wire format: a record's text is made once per format and projection for every client. */
   readonly format: string;
   recordText(uuid: string, id: number, json: string): string;
   gapText(uuid: string, fromId: number, toId: number): string;
+  /** The model was deleted or returned to draft: `msg` says which; its subscription has ended. */
+  goneText(uuid: string, msg: string): string;
   /** Writes the texts of one delivery at once; false: the socket is full, write nothing more until `drained`. */
   write(texts: readonly string[]): boolean;
 }
@@ -64,13 +75,16 @@ export class LiveClient {
   constructor(
     private readonly hub: LiveHub,
     private readonly sink: LiveSink,
+    /** SSE: a stream opened for fixed models ends with the last of them; a WebSocket may subscribe again. */
+    private readonly closeWhenNoModels: boolean,
   ) {}
 
   /**
    * Starts sending `uuid`: the records after `afterId` (mode all), else its newest record; then live.
    * The catch-up reads until it reaches the newest id in one synchronous step, so nothing falls between.
+   * `name`: the model's, for the `gone` text should it be deleted before the hub first looks it up.
    */
-  async subscribe(uuid: string, log: LiveLog, opts: { select?: readonly string[]; mode: LiveMode; afterId?: number }): Promise<void> {
+  async subscribe(uuid: string, log: LiveLog, opts: { name: string; select?: readonly string[]; mode: LiveMode; afterId?: number }): Promise<void> {
     this.unsubscribe(uuid);
     const c: Cursor = {
       uuid,
@@ -104,7 +118,7 @@ export class LiveClient {
     }
     if (this.closed) return;
     this.cursors.set(uuid, c);
-    this.hub.attach(uuid, log, this);
+    this.hub.attach(uuid, log, this, opts.name);
   }
 
   unsubscribe(uuid: string): void {
@@ -119,6 +133,15 @@ export class LiveClient {
     this.closed = true;
     for (const uuid of [...this.cursors.keys()]) this.unsubscribe(uuid);
     this.end();
+  }
+
+  /** From the hub: `uuid` is gone. Written even to a full socket: it is short and the subscription's last. */
+  modelGone(uuid: string, msg: string): void {
+    if (!this.cursors.has(uuid)) return;
+    this.unsubscribe(uuid);
+    this.outbox.push(this.sink.goneText(uuid, msg));
+    this.flush();
+    if (this.closeWhenNoModels && this.cursors.size === 0) this.close();
   }
 
   /** The socket took everything: send the gaps, then the newest record of each model that had one. */
@@ -207,6 +230,9 @@ interface Feed {
   lastId: number;
   lastView: RecordView | undefined;
   reading: boolean;
+  /** The model list this feed's model was last looked up in, and its name (for the `gone` text). */
+  checkedModels: LiveModels['models'] | undefined;
+  name: string;
 }
 
 /** The feeds of every watched model, and the tick that drives them. */
@@ -216,9 +242,15 @@ export class LiveHub {
   private readonly clients = new Set<LiveClient>();
   /** Wire texts of records by format and projection (every client shares them). */
   private readonly textCache = new WeakMap<RecordView, Map<string, string>>();
+  private registry: LiveModels | undefined;
 
-  client(sink: LiveSink): LiveClient {
-    const c = new LiveClient(this, sink);
+  /** Ends the subscriptions of models that leave `registry` or go back to draft. */
+  watchModels(registry: LiveModels): void {
+    this.registry = registry;
+  }
+
+  client(sink: LiveSink, options: { closeWhenNoModels?: boolean } = {}): LiveClient {
+    const c = new LiveClient(this, sink, options.closeWhenNoModels === true);
     this.clients.add(c);
     return c;
   }
@@ -228,11 +260,19 @@ export class LiveHub {
     this.clients.delete(client);
   }
 
-  attach(uuid: string, log: LiveLog, client: LiveClient): void {
+  attach(uuid: string, log: LiveLog, client: LiveClient, name: string): void {
     let f = this.feeds.get(uuid);
     if (!f || f.log !== log) {
       const newest = log.latest();
-      f = { log, clients: f?.clients ?? new Set(), lastId: (newest?.id as number | undefined) ?? 0, lastView: newest, reading: false };
+      f = {
+        log,
+        clients: f?.clients ?? new Set(),
+        lastId: (newest?.id as number | undefined) ?? 0,
+        lastView: newest,
+        reading: false,
+        checkedModels: undefined,
+        name,
+      };
       this.feeds.set(uuid, f);
     }
     f.clients.add(client);
@@ -269,7 +309,27 @@ export class LiveHub {
   }
 
   private tick(): void {
-    for (const [uuid, f] of this.feeds) if (!f.reading) void this.poll(uuid, f);
+    for (const [uuid, f] of this.feeds) {
+      if (this.endIfGone(uuid, f)) continue;
+      if (!f.reading) void this.poll(uuid, f);
+    }
+  }
+
+  /** Only when the model list changed since this feed last looked: one identity check per tick otherwise. */
+  private endIfGone(uuid: string, f: Feed): boolean {
+    const models = this.registry?.models;
+    if (models === undefined || models === f.checkedModels) return false;
+    f.checkedModels = models;
+    const model = models.find((m) => m.uuid === uuid);
+    if (model?.published === true) {
+      f.name = model.name;
+      return false;
+    }
+    const named = `model ${f.name} (${uuid})`;
+    const msg = model === undefined ? `${named} was deleted` : `${named} was returned to draft (schema/fix) and its records deleted`;
+    // A copy: each client's unsubscribe detaches it from this feed.
+    for (const c of [...f.clients]) c.modelGone(uuid, msg);
+    return true;
   }
 
   private async poll(uuid: string, f: Feed): Promise<void> {
