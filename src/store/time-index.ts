@@ -44,7 +44,8 @@ export async function firstIdAtOrAfter(io: FileIo, buffered: BufferedBytes, segm
   while (i >= 0 && (segments[i].count <= 0 || segments[i].minTs >= tMs)) i--;
   if (i < 0) return segments[0].firstId;
   const seg = segments[i];
-  const end = Math.min(i + 1 < segments.length ? segments[i + 1].firstId - 1 : seg.lastId, newest);
+  // Within the segment's own run of ids: a restored gap after it holds no record to probe.
+  const end = Math.min(seg.lastId, i + 1 < segments.length ? segments[i + 1].firstId - 1 : seg.lastId, newest);
   let lo = seg.firstId;
   let hi = end;
   while (lo <= hi) {
