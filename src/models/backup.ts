@@ -19,6 +19,11 @@ import type { DataModel } from './types.js';
 const CHUNK_CHARS = 256 * 1024;
 /** A record is at most 1 MiB stored; its JSON line may be a few times that. */
 export const LINE_BYTES_MAX = 8 * 1024 * 1024;
+/**
+ * Gaps between the ids of a restored backup. Each starts a segment file (its own fsync at the commit, a
+ * scan at the next open), so a file of alternating ids would cost a file per record.
+ */
+export const RESTORE_GAPS_MAX = 128;
 
 export type BackupLog = Pick<ModelLog, 'iterate' | 'stats' | 'recovery' | 'storedIdCount'>;
 
@@ -111,6 +116,7 @@ export class ModelTransfers {
     let expected: DataModel | undefined;
     let lineNo = 0;
     let lastId = 0;
+    let gaps = 0;
     try {
       for await (const batch of batches) {
         for (let i = 0; i < batch.lines.length; i++) {
@@ -128,6 +134,12 @@ export class ModelTransfers {
             continue;
           }
           const r = reader.read(line, lineNo);
+          if (lastId > 0 && r.id > lastId + 1 && ++gaps > RESTORE_GAPS_MAX) {
+            throw new InvalidArgumentError(
+              `line ${lineNo}: id ${r.id} leaves gap number ${gaps} after id ${lastId}; a backup may leave at most ${RESTORE_GAPS_MAX} gaps between ids ` +
+                '(each starts a segment file; a backup the service wrote has one per crash that lost records)',
+            );
+          }
           staging.append(r.id, r.tsMs, r.record);
           lastId = r.id;
         }

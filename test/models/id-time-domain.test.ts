@@ -115,6 +115,17 @@ describe('work follows the records, not the id span', () => {
     expect((await get(s, `/api/v1/datacenter/backup?uuid=${uuid}`)).text).toBe(b.text);
   });
 
+  it('restore takes at most 128 gaps between ids (each starts a segment file), and says so at the line of the 129th', async () => {
+    const s = await service();
+    const { header } = await modelAndHeader(s, 129);
+    const alternate = (n: number): Array<[number, number]> => Array.from({ length: n }, (_, k) => [1 + 2 * k, T0 + k]);
+    const ok = await restore(s, JSON.stringify({ ...JSON.parse(header), records: 129 }), alternate(129));
+    expect(ok.status, ok.text).toBe(200);
+    const refused = await restore(s, JSON.stringify({ ...JSON.parse(header), records: 130 }), alternate(130));
+    expect(refused.status).toBe(400);
+    expect(refused.body.msg).toMatch(/^line 131: id 259 leaves gap number 129 after id 257; a backup may leave at most 128 gaps/);
+  });
+
   it('a new record after the gap takes the next id, and live replay and retention count records, not ids', async () => {
     const s = await service();
     const { uuid, header } = await modelAndHeader(s, 2);
