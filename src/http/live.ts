@@ -31,6 +31,8 @@ export type LiveMode = 'all' | 'latest';
 /** The models as the registry holds them: a new frozen array after every change. */
 export interface LiveModels {
   readonly models: ReadonlyArray<{ readonly uuid: string; readonly name: string; readonly published: boolean }>;
+  /** The model's log now: a restore or import swaps in a new one; throws while the swap runs. */
+  log(uuid: string): LiveLog;
 }
 
 /** What a transport (SSE, WebSocket) gives a subscription. */
@@ -319,17 +321,38 @@ export class LiveHub {
   private endIfGone(uuid: string, f: Feed): boolean {
     const models = this.registry?.models;
     if (models === undefined || models === f.checkedModels) return false;
-    f.checkedModels = models;
     const model = models.find((m) => m.uuid === uuid);
     if (model?.published === true) {
+      if (!this.followSwap(uuid, f)) return false;
+      f.checkedModels = models;
       f.name = model.name;
       return false;
     }
+    f.checkedModels = models;
     const named = `model ${f.name} (${uuid})`;
     const msg = model === undefined ? `${named} was deleted` : `${named} was returned to draft (schema/fix) and its records deleted`;
     // A copy: each client's unsubscribe detaches it from this feed.
     for (const c of [...f.clients]) c.modelGone(uuid, msg);
     return true;
+  }
+
+  /**
+   * A restore or import swapped in a new log: the feed reads that one from now on, from the id it had
+   * reached (poll treats a lower newest id as a restart). False while the swap still runs: look again
+   * next tick.
+   */
+  private followSwap(uuid: string, f: Feed): boolean {
+    let log: LiveLog;
+    try {
+      log = (this.registry as LiveModels).log(uuid);
+    } catch {
+      return false;
+    }
+    if (log !== f.log && !f.reading) {
+      f.log = log;
+      f.lastView = undefined;
+    }
+    return log === f.log;
   }
 
   private async poll(uuid: string, f: Feed): Promise<void> {
