@@ -251,8 +251,8 @@ function checkRowTime(row: ImportRow, previousMs: number, first: boolean): void 
   const at = `line ${row.lineNo}: create_at ${new Date(row.tsMs).toISOString()} is before ${new Date(previousMs).toISOString()}`;
   if (!first) throw new InvalidArgumentError(`${at}, the previous row's: imported rows must not go back in time; sort the file by create_at`);
   throw new InvalidArgumentError(
-    `${at}, the create_at of the model's newest record: imported rows must not go back in time. Import only the rows after it, ` +
-      'or back up the model, add these rows to the backup file in create_at order, and restore it with replace=true',
+    `${at}, the create_at of the model's newest record: imported rows must not go back in time. Import only the rows from ` +
+      `${new Date(previousMs).toISOString()} on; older rows go only into a model whose records are all older (a new or cleared model)`,
   );
 }
 

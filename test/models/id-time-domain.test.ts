@@ -192,7 +192,7 @@ describe('a clock step back', () => {
     expect(ok.status, ok.text).toBe(200);
     const before = await post(s, `/api/v1/datacenter/importData?uuid=${uuid}&format=jsonl`, `{"create_at":${T0},"t":7}\n`);
     expect(before.status).toBe(400);
-    expect(before.body.msg).toMatch(/^line 1: create_at .* is before .*the model's newest record.*Import only the rows after it/);
+    expect(before.body.msg).toMatch(/^line 1: create_at .* is before .*the model's newest record.*Import only the rows from .* on; older rows go only into a model whose records are all older/);
   });
 });
 
