@@ -158,6 +158,21 @@ describe('bit flips inside synced data keep the good records after them', () => 
     await store.close();
   });
 
+  it('a flip found by a read (a cleanly closed sealed segment is not scanned at open) is logged naming the model and the lost id', async () => {
+    const d = copyOf(await crashedModel(500, true));
+    const file = `${d}/m/${segFiles(`${d}/m`)[0]}`;
+    flip(file, frameOffsets(file)[2] + 30);
+    const notes: string[] = [];
+    const store = await openStore(d, { segmentBytesMax: 500 }, { warn: (m) => notes.push(m) });
+    const log = await openModel(store);
+    expect(log.recovery.lostRanges).toEqual([]);
+    expect(await allIds(log)).toEqual(range(1, N).filter((i) => i !== 3));
+    expect(notes.filter((m) => m.includes('lost'))).toEqual([expect.stringMatching(/^model m: record 3 is lost: a read found/)]);
+    await allIds(log);
+    expect(notes.filter((m) => m.includes('lost'))).toHaveLength(1);
+    await store.close();
+  });
+
   it('several flips in one synced segment each lose only their own record', async () => {
     const d = copyOf(await crashedModel(undefined, false, true));
     const file = `${d}/m/${segFiles(`${d}/m`)[0]}`;
