@@ -4,7 +4,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { writeFileAtomic } from '../util/atomic-file.js';
+import { writeFileAtomicOrRestore } from '../util/atomic-file.js';
 import { StateError } from '../errors.js';
 import type { DataModel } from './types.js';
 
@@ -45,7 +45,12 @@ export async function readModelsFile(path: string): Promise<ModelsState> {
   return { models: models as DataModel[], pendingDrops: pendingDrops as string[] };
 }
 
-export async function writeModelsFile(path: string, state: ModelsState): Promise<void> {
+/** Writes `state`; on failure puts `previous` (what memory keeps) back, see writeFileAtomicOrRestore. */
+export async function writeModelsFile(path: string, state: ModelsState, previous: ModelsState): Promise<void> {
+  await writeFileAtomicOrRestore(path, modelsText(state), modelsText(previous));
+}
+
+function modelsText(state: ModelsState): string {
   const content = { format: FORMAT, models: state.models, pendingDrops: state.pendingDrops };
-  await writeFileAtomic(path, `${JSON.stringify(content, null, 2)}\n`);
+  return `${JSON.stringify(content, null, 2)}\n`;
 }

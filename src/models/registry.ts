@@ -151,7 +151,13 @@ export class ModelRegistry {
       const changed = { ...model, attributes: [...model.attributes, attribute] };
       // Published (contract 13): the store records the new column before models.json names it.
       this.logs.setFields(changed);
-      await this.saved.replace(changed);
+      try {
+        await this.saved.replace(changed);
+      } catch (err) {
+        // models.json refused it: the log shows the model as it still is (the new column stays, unused).
+        this.logs.setFields(model);
+        throw err;
+      }
       return this.getAttribute(attribute.uuid);
     });
   }

@@ -4,6 +4,7 @@
  * Models are deep-frozen and replaced, never mutated, so what list()/get() hand out stays consistent
  * and cannot be changed by callers.
  */
+import { MetadataWriteError } from '../errors.js';
 import { writeModelsFile, type ModelsState } from './models-file.js';
 import type { DataModel } from './types.js';
 
@@ -73,13 +74,22 @@ export class SavedModels {
     return frozen;
   }
 
-  /** The store data of `modelId` is gone: its id leaves pendingDrops. */
+  /**
+   * The store data of `modelId` is gone: its id leaves pendingDrops. The delete or fix this finishes is
+   * already on disk and in memory, so a failed write must not fail it: the id then stays pending, in
+   * memory and in the file, and the next open drops its (absent) data again.
+   */
   async dropDone(modelId: string): Promise<void> {
-    if (this.drops.includes(modelId)) await this.commit(this.current, this.drops.filter((id) => id !== modelId));
+    if (!this.drops.includes(modelId)) return;
+    await this.commit(this.current, this.drops.filter((id) => id !== modelId)).catch((err: unknown) => {
+      if (!(err instanceof MetadataWriteError)) throw err;
+    });
   }
 
+  /** The file first, memory after: a failed write leaves memory as it was (and the file, see writeModelsFile). */
   private async commit(models: readonly DataModel[], pendingDrops: readonly string[]): Promise<void> {
-    await writeModelsFile(this.file, { models: [...models], pendingDrops: [...pendingDrops] });
+    const previous = { models: [...this.current], pendingDrops: [...this.drops] };
+    await writeModelsFile(this.file, { models: [...models], pendingDrops: [...pendingDrops] }, previous);
     this.current = models;
     this.drops = pendingDrops;
   }

@@ -180,7 +180,7 @@ export class InendBook {
   }
 
   private async commit(inends: StoredInend[]): Promise<void> {
-    await writeList(this.path, 'inends', inends);
+    await writeList(this.path, 'inends', inends, this.inends);
     this.inends = inends;
   }
 }

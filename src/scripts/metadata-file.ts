@@ -4,7 +4,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { InvalidArgumentError, StateError } from '../errors.js';
-import { writeFileAtomic } from '../util/atomic-file.js';
+import { writeFileAtomicOrRestore } from '../util/atomic-file.js';
 import { mustBe } from '../util/messages.js';
 
 const FORMAT_VERSION = 1;
@@ -30,8 +30,13 @@ export async function readList<T>(path: string, key: string): Promise<T[]> {
   return doc[key] as T[];
 }
 
-export function writeList<T>(path: string, key: string, items: readonly T[]): Promise<void> {
-  return writeFileAtomic(path, `${JSON.stringify({ version: FORMAT_VERSION, [key]: items }, null, 2)}\n`);
+/** Writes `items`; on failure puts `previous` (what memory keeps) back, see writeFileAtomicOrRestore. */
+export function writeList<T>(path: string, key: string, items: readonly T[], previous: readonly T[]): Promise<void> {
+  return writeFileAtomicOrRestore(path, listText(key, items), listText(key, previous));
+}
+
+function listText<T>(key: string, items: readonly T[]): string {
+  return `${JSON.stringify({ version: FORMAT_VERSION, [key]: items }, null, 2)}\n`;
 }
 
 export function requireBody(input: unknown): Record<string, unknown> {

@@ -139,7 +139,7 @@ export class RuleBook {
   }
 
   private async commit(rules: Rule[]): Promise<void> {
-    await writeList(this.path, 'rules', rules);
+    await writeList(this.path, 'rules', rules, this.rules);
     const before = new Map(this.rules.map((r) => [r.uuid, r]));
     this.rules = rules;
     for (const rule of rules) if (before.get(rule.uuid) !== rule) this.versions.set(rule.uuid, this.nextVersion++);
