@@ -101,7 +101,8 @@ export class FindingsBook {
     const next = mergeFindings(this.found, { truncatedBytes: 0, lostRanges: [{ fromId, toId }] }, Date.now());
     if (next?.lostIds === this.found?.lostIds) return;
     this.found = next;
-    this.warn(`record${fromId === toId ? ` ${fromId} is` : `s ${fromId}..${toId} are`} lost: a read found their stored frames damaged (see schema/detail)`);
+    const what = fromId === toId ? `record ${fromId} is lost: a read found its stored frame` : `records ${fromId}..${toId} are lost: a read found their stored frames`;
+    this.warn(`${what} damaged (see schema/detail)`);
     this.write().catch((e: unknown) => this.warn(`FINDINGS could not be written: ${e instanceof Error ? e.message : String(e)}`));
   }
 

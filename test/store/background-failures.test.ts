@@ -63,8 +63,11 @@ describe('background failures are logged', () => {
     const warnings: string[] = [];
     const again = await openStore(dir, { segmentBytesMax: 500, durability: 'none' }, { fileIo: io, warn: (m) => warnings.push(m) });
     await allIds(await openModel(again));
-    await until(() => warnings.length > 0);
-    expect(warnings).toEqual([expect.stringMatching(/^model m: FINDINGS could not be written: EIO: i\/o error, open '.*FINDINGS'$/)]);
+    await until(() => warnings.length > 1);
+    expect(warnings).toEqual([
+      expect.stringMatching(/^model m: record \d+ is lost: a read found its stored frame damaged/),
+      expect.stringMatching(/^model m: FINDINGS could not be written: EIO: i\/o error, open '.*FINDINGS'$/),
+    ]);
     io.failing.clear();
     await again.close();
   });
