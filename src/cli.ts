@@ -13,7 +13,7 @@ import { defaultConfigText, loadConfig, type LoadedConfig } from './config/index
 import { EdgeError, ListenError, UsageError } from './errors.js';
 import { exportFormat, formulaMode } from './http/export.js';
 import { SERVICE_VERSION } from './http/server.js';
-import { hostPort } from './http/transport.js';
+import { hostPort } from './http/transport-contract.js';
 import { startService, type RunningService } from './server.js';
 
 const USAGE = `Usage:

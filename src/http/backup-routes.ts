@@ -2,7 +2,7 @@
  * Backup, restore and import (contract section 15), behind the admin token. The uploads stream
  * (`streamBody`): no body limit, constant memory; src/models/backup.ts does the work.
  */
-import type { ModelTransfers } from '../models/backup.js';
+import type { TransfersView } from './deps.js';
 import { importFormat } from '../models/import-rows.js';
 import { InvalidArgumentError } from '../errors.js';
 import type { Audit } from './audit.js';
@@ -11,8 +11,6 @@ import { boolean, one, required } from './params.js';
 import type { RequestCtx } from './request.js';
 import { StreamReply } from './reply.js';
 import type { Guard, Router } from './router.js';
-
-export type TransfersView = Pick<ModelTransfers, 'backup' | 'restore' | 'importData'>;
 
 function upload(ctx: RequestCtx): AsyncIterable<Uint8Array> {
   if (ctx.bodyStream === undefined) throw new InvalidArgumentError('request body is missing');

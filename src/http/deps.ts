@@ -8,7 +8,7 @@ import type { Config } from '../config/types.js';
 import type { ModelRegistry } from '../models/registry.js';
 import type { ScriptEngine } from '../scripts/engine.js';
 import type { ModelLog } from '../store/index.js';
-import type { TransfersView } from './backup-routes.js';
+import type { ModelTransfers } from '../models/backup.js';
 import type { Uplink } from '../uplink/uplink.js';
 
 /** A published model's log, as the read, export, clear and recovery routes use it. */
@@ -75,3 +75,5 @@ export interface HttpDeps {
 }
 
 export type UplinkView = Pick<Uplink, 'status'>;
+
+export type TransfersView = Pick<ModelTransfers, 'backup' | 'restore' | 'importData'>;

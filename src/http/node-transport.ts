@@ -14,7 +14,7 @@ import { splitAbsoluteForm } from './allowed-hosts.js';
 import { REFUSAL } from './connections.js';
 import { isLiveWsUpgrade, refuseLiveWs } from './live-ws.js';
 import { JSON_HEADERS, statusLine } from './reply.js';
-import { hostPort, type HttpTransport, type TransportServer, type TransportServerOptions } from './transport.js';
+import { hostPort, type HttpTransport, type TransportServer, type TransportServerOptions } from './transport-contract.js';
 import { HEADER_BYTES_MAX, HEADER_LINES_MAX, type HeaderPairs, IDLE_TIMEOUT_S, type TransportRequest, type TransportResponse } from './wire.js';
 
 const EMPTY = Buffer.alloc(0);

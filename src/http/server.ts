@@ -22,7 +22,8 @@ import { addScriptRoutes } from './script-routes.js';
 import { findPublicDir, staticHandler } from './static.js';
 import { AuthThrottle } from './throttle.js';
 import { loadTls, type TlsSetup } from './tls.js';
-import { loadTransport, type TransportName } from './transport.js';
+import { loadTransport } from './transport.js';
+import type { TransportName } from './transport-contract.js';
 
 export interface HttpServer {
   host: string;

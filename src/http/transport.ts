@@ -8,37 +8,7 @@
 import type { Logger } from 'pino';
 import type { HttpTransportChoice } from '../config/types.js';
 import { ListenError } from '../errors.js';
-import type { ConnectionGate } from './connections.js';
-import type { LiveWsOptions } from './live-ws.js';
-import type { TlsSetup } from './tls.js';
-import type { TransportRequest, TransportResponse } from './wire.js';
-
-export type TransportName = 'uws' | 'node';
-
-export interface TransportServerOptions {
-  /** HTTPS when set. */
-  tls: TlsSetup | undefined;
-  /** Every HTTP request that is not the live WebSocket. */
-  onRequest(req: TransportRequest, res: TransportResponse): void;
-  /** Counts open connections and refuses those over `max_connections`. */
-  connections: ConnectionGate;
-  /** The live WebSocket at LIVE_WS_PATH (uws), or the answer that it is not offered (node); absent: none. */
-  liveWs?: LiveWsOptions;
-}
-
-export interface TransportServer {
-  /** Listens on host:port without sharing the port with another process; resolves with the port. */
-  listen(host: string, port: number): Promise<number>;
-  /** Stops accepting connections; open ones are still served. */
-  stopListening(): void;
-  /** Closes every connection, idle keep-alive ones included. */
-  closeConnections(): void;
-}
-
-export interface HttpTransport {
-  readonly name: TransportName;
-  createServer(options: TransportServerOptions): TransportServer;
-}
+import type { HttpTransport } from './transport-contract.js';
 
 /**
  * The transport `choice` asks for. `auto`: uWS, or node:http with one warning naming why uWS did not load.
@@ -72,9 +42,4 @@ function loadFailure(err: unknown): string {
     .filter((line) => line.length > 0);
   const stack = lines.findIndex((line) => line.startsWith('Require stack:'));
   return (stack < 0 ? lines : lines.slice(0, stack)).join(' ');
-}
-
-/** host:port as in a URL: an IPv6 address in brackets. */
-export function hostPort(host: string, port: number): string {
-  return `${host.includes(':') ? `[${host}]` : host}:${port}`;
 }

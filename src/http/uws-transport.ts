@@ -10,7 +10,7 @@ import { REFUSAL } from './connections.js';
 import { acceptLiveWsUpgrade, LIVE_WS_PATH, type LiveWsOptions, LiveWsSession, WS_BACKPRESSURE_BYTES, WS_IDLE_TIMEOUT_S, WS_MESSAGE_BYTES_MAX } from './live-ws.js';
 import { statusLine } from './reply.js';
 import type { TlsSetup } from './tls.js';
-import { hostPort, type HttpTransport, type TransportServer, type TransportServerOptions } from './transport.js';
+import { hostPort, type HttpTransport, type TransportServer, type TransportServerOptions } from './transport-contract.js';
 import uWS, { type HttpRequest, type HttpResponse, listenExclusive, type TemplatedApp, type us_listen_socket } from './uws.js';
 import type { HeaderPairs, TransportRequest, TransportResponse } from './wire.js';
 
