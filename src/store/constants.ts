@@ -51,6 +51,11 @@ export const LATEST_PROJECTIONS_MAX = 64;
 export const ITERATE_CHUNK_RECORDS = 1000;
 /** Records one read of lines (ModelLog.lines) prints: the uplink's largest batch. */
 export const LINES_RECORDS_MAX = 1000;
+/**
+ * Stored columns of one model (FIELDS), hidden ones included: a record's value array has a place for each
+ * column up to the last one it may hold a value in. Hidden columns no record holds a value in do not stay
+ * (field-layout.ts), so the limit counts only columns that may hold values.
+ */
 export const MODEL_FIELDS_MAX = 1024;
 
 export const RETENTION_NONE: RetentionLimits = Object.freeze({ maxRecords: 0, maxBytes: 0, maxAgeMs: 0 });

@@ -1,10 +1,12 @@
 /**
  * Stored columns and visible fields (contract 13). A model's records are value arrays; position k holds
- * the k-th *column* the model ever had, identified by name and type, and columns are only ever appended.
- * So a published model can gain an attribute (a new column: older records read its default), lose one
- * (its column stays, hidden; its values come back if an attribute of the same name and type is added
- * again), and list its attributes in any order, without rewriting a byte, and no value can ever come
- * back under another attribute. The columns are kept in FIELDS (fields-file.ts).
+ * the k-th *column*, identified by name and type. Columns are appended, and a column some record may hold
+ * a value in never moves or goes. So a published model can gain an attribute (a new column: older records
+ * read its default), lose one (its column stays, hidden; its values come back if an attribute of the same
+ * name and type is added again), and list its attributes in any order, without rewriting a byte, and no
+ * value can ever come back under another attribute. A hidden column no record holds a value in is dropped
+ * at the next addition (withColumnsFor), so churning attribute names does not fill the MODEL_FIELDS_MAX
+ * columns: only columns that may hold values count. The columns are kept in FIELDS (fields-file.ts).
  */
 import { InvalidArgumentError, StateError } from '../errors.js';
 import { MODEL_FIELDS_MAX } from './constants.js';
@@ -34,17 +36,29 @@ function columnOf(stored: StoredFields, name: string, type: string | undefined):
   return -1;
 }
 
-/** The columns plus one for each visible field that has none yet (in visible order); the same object when none is new. */
-export function withColumnsFor(stored: StoredFields, visible: VisibleFields): StoredFields {
-  const names = [...stored.names];
-  const types = stored.types === undefined ? undefined : [...stored.types];
-  visible.names.forEach((name, i) => {
-    const type = visible.types?.[i];
-    if (columnOf({ names, types }, name, type) >= 0) return;
+/**
+ * The columns plus one for each visible field that has none yet (in visible order); the same object when
+ * none is new. Records hold values in the first `written` columns only, so a hidden column at `written` or
+ * after holds nothing (its attribute was added and deleted with no record written while it existed): it
+ * is dropped then, and its place taken, as contract 13 has no value of it to bring back. Dropping only
+ * beyond `written` never moves a column a record holds a value in.
+ */
+export function withColumnsFor(stored: StoredFields, visible: VisibleFields, written: number): StoredFields {
+  const read = visible.names.map((name, i) => columnOf(stored, name, visible.types?.[i]));
+  if (!read.includes(-1)) return stored;
+  const visibleColumns = new Set(read);
+  const names: string[] = [];
+  const types: string[] | undefined = stored.types === undefined ? undefined : [];
+  const add = (name: string, type: string | undefined): void => {
     names.push(name);
     types?.push(type ?? '');
+  };
+  stored.names.forEach((name, k) => {
+    if (k < written || visibleColumns.has(k)) add(name, stored.types?.[k]);
   });
-  if (names.length === stored.names.length) return stored;
+  visible.names.forEach((name, i) => {
+    if (read[i] < 0) add(name, visible.types?.[i]);
+  });
   return types === undefined ? { names } : { names, types };
 }
 
