@@ -185,7 +185,7 @@ export class MetadataWriteError extends UnavailableError {
   constructor(file: string, cause: unknown) {
     const code = (cause as NodeJS.ErrnoException)?.code;
     const why = code === 'ENOSPC' ? 'disk full (ENOSPC)' : `I/O error (${code ?? (cause as Error)?.message ?? 'unknown'})`;
-    super(`could not write ${file}: ${why}; nothing was changed, try again when the disk is writable`, 5, { cause }, 'ERR_METADATA_WRITE');
+    super(`could not write ${file}: ${why}; the change was not made, try again when the disk is writable`, 5, { cause }, 'ERR_METADATA_WRITE');
     this.name = 'MetadataWriteError';
   }
 }

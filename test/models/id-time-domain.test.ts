@@ -4,11 +4,14 @@
  * written across a clock step back restores; import and restore serialise with management changes.
  */
 import http from 'node:http';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { admin, publishedModel, raw } from '../support/client.js';
 import { ADMIN, SECRET, startService, type TestService } from '../support/service.js';
 import { ID_MAX } from '../../src/store/index.js';
 import { isoSeconds, spacedSeconds } from '../../src/http/format.js';
+
+// Each test starts a service and restores several files: a busy machine may take far longer than the default.
+vi.setConfig({ testTimeout: 120_000 });
 
 const services: TestService[] = [];
 afterEach(async () => {

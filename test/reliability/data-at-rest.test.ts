@@ -176,7 +176,10 @@ describe('a published model whose data directory is gone', () => {
       const last = await call(svc.base, `/api/v1/datacenter/queryLastData?uuid=${p.model}&secrets=${SECRET}`, { token: null });
       expect(last.status).toBe(503);
       expect(last.body.msg).toContain(`its data directory ${path.join(dataDir, 'store', p.model)} is missing`);
-      expect((await pushNdjson(svc.base, p, [payload(2, 2, 0, 1)])).status).toBe(200); // the rule reports the model, nothing stored
+      // Refused, not failed: the device keeps the record until the operator has recovered the model.
+      const refused = await pushNdjson(svc.base, p, [payload(2, 2, 0, 1)]);
+      expect(refused.status).toBe(503);
+      expect(refused.body.data).toMatchObject({ accepted: 0, failed: 1, kept: [] });
       expect((await call(svc.base, `/api/v1/schema/fix?uuid=${p.model}&confirm=true`, { method: 'POST' })).status).toBe(200);
       expect((await call(svc.base, `/api/v1/schema/publish?uuid=${p.model}`, { method: 'POST' })).status).toBe(200);
       const fresh = await call(svc.base, `/api/v1/datacenter/queryLastData?uuid=${p.model}&secrets=${SECRET}`, { token: null });
