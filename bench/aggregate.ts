@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Store } from '../src/store/index.js';
 import type { ModelLog } from '../src/store/index.js';
-import type { StoreOptions } from '../src/store/types.js';
+import type { StoreOptions } from '../src/store/base/types.js';
 import { FIELDS, sensorRecord } from './records.js';
 import { printTable, writeResults, type Figure } from './report.js';
 

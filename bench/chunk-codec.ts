@@ -8,8 +8,8 @@
 import { deflateRawSync } from 'node:zlib';
 import { parseArgs } from 'node:util';
 import { Packr } from 'msgpackr';
-import { decodeChunk, encodeChunk } from '../src/store/chunk-codec.js';
-import { FRAME_HEADER_BYTES, FRAME_SAVE, sealFrame } from '../src/store/frame.js';
+import { decodeChunk, encodeChunk } from '../src/store/format/chunk-codec.js';
+import { FRAME_HEADER_BYTES, FRAME_SAVE, sealFrame } from '../src/store/format/frame.js';
 import { FIELDS, sensorRecord } from './records.js';
 
 const { values: args } = parseArgs({ options: { runs: { type: 'string', default: '15' } } });

@@ -90,7 +90,7 @@ async function startRedisFront(): Promise<Running> {
 
 /** uWS answering every GET with one fixed answer: what a uWS server can do on this core at best. */
 async function startCeiling(): Promise<Running> {
-  const { default: uWS, listenExclusive } = await import('../src/http/uws.js');
+  const { default: uWS, listenExclusive } = await import('../src/http/transport/uws.js');
   const answer = JSON.parse(Buffer.from(args.body!, 'base64').toString('utf8')) as { headers: Record<string, string>; body: string };
   const headers = Object.entries(answer.headers);
   const app = uWS.App().get('/*', (res) => {

@@ -10,7 +10,7 @@ import type * as ConfigModule from '../src/config/index.js';
 import type * as ServerModule from '../src/server.js';
 
 // The service as `npm run build` compiled it (dist/), not dist-bench's copy: its script pool loads
-// dist/scripts/worker.js and its UI lives next to dist/.
+// dist/scripts/lua/worker.js and its UI lives next to dist/.
 const dist = new URL('../../dist/', import.meta.url);
 const { loadConfig } = (await import(new URL('config/index.js', dist).href)) as typeof ConfigModule;
 const { startService } = (await import(new URL('server.js', dist).href)) as typeof ServerModule;

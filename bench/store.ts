@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Bench } from 'tinybench';
 import { Store } from '../src/store/index.js';
-import type { Durability, StoreOptions } from '../src/store/types.js';
+import type { Durability, StoreOptions } from '../src/store/base/types.js';
 import { SqliteBaseline, type Row } from './baselines/sqlite-store.js';
 import { FIELDS, sensorRecord } from './records.js';
 import { printTable, writeResults, type Figure } from './report.js';

@@ -7,7 +7,7 @@ import { createReadStream, createWriteStream, statSync, type WriteStream } from 
 import { once } from 'node:events';
 import cliProgress from 'cli-progress';
 import type { Config } from './config/types.js';
-import { exportChunks, type ExportFormat, type FormulaMode } from './http/export.js';
+import { exportChunks, type ExportFormat, type FormulaMode } from './http/export/export.js';
 import { ModelTransfers } from './models/backup.js';
 import { importFormat } from './models/import-rows.js';
 import { NotFoundError, StateError } from './errors.js';
@@ -24,7 +24,7 @@ export type OfflineCommand = 'export' | 'backup' | 'restore' | 'import';
 
 /**
  * Opens the store for a command that reads or writes it directly. The running service holds the data
- * directory's lock (src/store/dir-lock.ts): say that the service is to be stopped, or the HTTP API used.
+ * directory's lock (src/store/base/dir-lock.ts): say that the service is to be stopped, or the HTTP API used.
  */
 export async function openOffline(config: Config, command: OfflineCommand): ReturnType<typeof openData> {
   try {

@@ -11,9 +11,9 @@ import { parseArgs } from 'node:util';
 import { pino, type Logger } from 'pino';
 import { defaultConfigText, loadConfig, type LoadedConfig } from './config/index.js';
 import { EdgeError, ListenError, UsageError } from './errors.js';
-import { exportFormat, formulaMode } from './http/export.js';
+import { exportFormat, formulaMode } from './http/export/export.js';
 import { SERVICE_VERSION } from './http/server.js';
-import { hostPort } from './http/transport-contract.js';
+import { hostPort } from './http/transport/transport-contract.js';
 import { startService, type RunningService } from './server.js';
 
 const USAGE = `Usage:

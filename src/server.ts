@@ -12,7 +12,7 @@ import { ModelRegistry } from './models/registry.js';
 import { ModelTransfers } from './models/backup.js';
 import { ScriptEngine } from './scripts/engine.js';
 import { Store } from './store/index.js';
-import type { StoreOptions } from './store/types.js';
+import type { StoreOptions } from './store/base/types.js';
 import type { Uplink } from './uplink/uplink.js';
 
 export interface RunningService {

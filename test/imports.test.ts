@@ -1,20 +1,27 @@
 /**
  * The import graph of src/ has no cycle, type-only imports included: a cycle means two modules own one
  * concern between them (the worker protocol once lived half in scripts/types.ts, half in ops-pack.ts).
+ * The folders keep the directions their README.md states: a folder whose README says it "May import:
+ * every folder below" holds sub-folders, and each of those imports only the siblings its own README's
+ * "May import:" line names, and never the files of the folder above it (the orchestrators). No folder
+ * holds more than 16 modules directly.
  */
-import { readdirSync, readFileSync } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
 const SRC = fileURLToPath(new URL('../src/', import.meta.url));
 const IMPORT = /^\s*(?:import|export)\s[^;]*?from\s+'(\.{1,2}\/[^']+)'/gm;
 
+const UI_JS = join(SRC, 'ui/public/js');
+
+/** TypeScript modules, and the UI's own ES modules (not its vendored ones). */
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
     const path = join(dir, entry.name);
     if (entry.isDirectory()) return sourceFiles(path);
-    return entry.name.endsWith('.ts') ? [path] : [];
+    return entry.name.endsWith('.ts') || (entry.name.endsWith('.js') && path.startsWith(UI_JS)) ? [path] : [];
   });
 }
 
@@ -23,7 +30,8 @@ function importGraph(): Map<string, string[]> {
   const graph = new Map<string, string[]>();
   for (const file of sourceFiles(SRC)) {
     const text = readFileSync(file, 'utf8');
-    const targets = [...text.matchAll(IMPORT)].map((m) => resolve(dirname(file), m[1]).replace(/\.js$/, '.ts'));
+    const module = (target: string): string => (existsSync(target) ? target : target.replace(/\.js$/, '.ts'));
+    const targets = [...text.matchAll(IMPORT)].map((m) => module(resolve(dirname(file), m[1])));
     graph.set(file, targets);
   }
   return graph;
@@ -71,5 +79,76 @@ describe('src import graph', () => {
     const graph = importGraph();
     expect(graph.size).toBeGreaterThan(50);
     expect(cycles(graph)).toEqual(KNOWN_CYCLES);
+  });
+});
+
+/** The "May import:" line of a folder's README.md; undefined when it has none. */
+function mayImport(dir: string): string | undefined {
+  const readme = join(dir, 'README.md');
+  if (!existsSync(readme)) return undefined;
+  return /^May import: (.*?)\.?$/m.exec(readFileSync(readme, 'utf8'))?.[1];
+}
+
+/** Each layered folder (its README: "May import: every folder below") and the siblings each sub-folder may import. */
+function layers(): Map<string, Map<string, Set<string>>> {
+  const out = new Map<string, Map<string, Set<string>>>();
+  const walk = (dir: string): void => {
+    const subs = readdirSync(dir, { withFileTypes: true }).filter((e) => e.isDirectory() && e.name !== 'vendor');
+    if (mayImport(dir) === 'every folder below') {
+      const allowed = new Map<string, Set<string>>();
+      for (const sub of subs) {
+        const line = mayImport(join(dir, sub.name));
+        expect(line, `${relative(SRC, join(dir, sub.name))}/README.md has a "May import:" line`).toBeDefined();
+        const names = (line as string).startsWith('nothing') ? [] : (line as string).split(',').map((n) => n.trim());
+        for (const n of names) expect(subs.map((e) => e.name), `${relative(SRC, join(dir, sub.name))}/README.md names a sibling`).toContain(n);
+        allowed.set(sub.name, new Set(names));
+      }
+      out.set(dir, allowed);
+    }
+    for (const sub of subs) walk(join(dir, sub.name));
+  };
+  walk(SRC);
+  return out;
+}
+
+/** Imports that go against a folder's stated direction, as "from -> to". */
+function againstDirection(graph: Map<string, string[]>): string[] {
+  const bad: string[] = [];
+  for (const [parent, allowed] of layers()) {
+    const folderOf = (file: string): string | undefined => {
+      const rel = relative(parent, file);
+      if (rel.startsWith('..')) return undefined;
+      return rel.includes(sep) ? rel.split(sep)[0] : '';
+    };
+    for (const [file, targets] of graph) {
+      const from = folderOf(file);
+      if (from === undefined || from === '') continue;
+      for (const target of targets) {
+        const to = folderOf(target);
+        if (to === undefined || to === from) continue;
+        if (to === '' || !(allowed.get(from) as Set<string>).has(to)) bad.push(`${relative(SRC, file)} -> ${relative(SRC, target)}`);
+      }
+    }
+  }
+  return bad.sort();
+}
+
+describe('src folders', () => {
+  it('import only in the directions their README.md states', () => {
+    const graph = importGraph();
+    expect(layers().size).toBeGreaterThanOrEqual(4);
+    expect(againstDirection(graph)).toEqual([]);
+  });
+
+  it('hold at most 16 modules each', () => {
+    const crowded: string[] = [];
+    const walk = (dir: string): void => {
+      const entries = readdirSync(dir, { withFileTypes: true });
+      const modules = entries.filter((e) => e.isFile() && /\.(ts|js)$/.test(e.name)).length;
+      if (modules > 16 && basename(dir) !== 'vendor') crowded.push(`${relative(SRC, dir) || 'src'}: ${modules}`);
+      for (const e of entries) if (e.isDirectory()) walk(join(dir, e.name));
+    };
+    walk(SRC);
+    expect(crowded).toEqual([]);
   });
 });

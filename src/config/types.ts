@@ -1,4 +1,4 @@
-import type { Durability } from '../store/types.js';
+import type { Durability } from '../store/base/types.js';
 
 /** `[plugin.http_server] transport`. */
 export type HttpTransportChoice = 'auto' | 'uws' | 'node';
@@ -19,7 +19,7 @@ export interface Config {
     metricsToken: string;
   };
   http: {
-    /** `auto` tries uWebSockets.js and falls back to node:http; `uws` and `node` force one (src/http/transport.ts). */
+    /** `auto` tries uWebSockets.js and falls back to node:http; `uws` and `node` force one (src/http/transport/transport.ts). */
     transport: HttpTransportChoice;
     host: string;
     port: number;

@@ -2,28 +2,28 @@
  * Registers every route, starts the configured transport (transport.ts) and listens. `port: 0` picks a
  * free port (tests).
  */
-import { Audit, warnIfPlainNonLoopback } from './audit.js';
-import { adminGuard, dataSecretGuard, type FailureLimiter, pushTokenGuard, SecretSet } from './auth.js';
-import { ClientAddress } from './client-address.js';
-import { ConnectionGate } from './connections.js';
-import { addDatacenterRoutes } from './datacenter-routes.js';
-import { addBackupRoutes } from './backup-routes.js';
-import type { HttpDeps } from './deps.js';
-import type { Metrics } from './metrics.js';
-import { addMonitorRoutes } from './monitor-routes.js';
-import { addUplinkRoutes } from './uplink-routes.js';
-import { addQueryRoutes } from './query-routes.js';
-import { addHmiRoutes } from './hmi-routes.js';
-import { LiveHub } from './live.js';
-import { addLiveRoutes } from './live-routes.js';
-import { type RouteInfo, Router } from './router.js';
-import { addSchemaRoutes } from './schema-routes.js';
-import { addScriptRoutes } from './script-routes.js';
-import { findPublicDir, staticHandler } from './static.js';
-import { AuthThrottle } from './throttle.js';
-import { loadTls, type TlsSetup } from './tls.js';
-import { loadTransport } from './transport.js';
-import type { TransportName } from './transport-contract.js';
+import { Audit, warnIfPlainNonLoopback } from './guards/audit.js';
+import { adminGuard, dataSecretGuard, type FailureLimiter, pushTokenGuard, SecretSet } from './guards/auth.js';
+import { ClientAddress } from './core/client-address.js';
+import { ConnectionGate } from './guards/connections.js';
+import { addDatacenterRoutes } from './routes/datacenter-routes.js';
+import { addBackupRoutes } from './routes/backup-routes.js';
+import type { HttpDeps } from './core/deps.js';
+import type { Metrics } from './routes/metrics.js';
+import { addMonitorRoutes } from './routes/monitor-routes.js';
+import { addUplinkRoutes } from './routes/uplink-routes.js';
+import { addQueryRoutes } from './routes/query-routes.js';
+import { addHmiRoutes } from './routes/hmi-routes.js';
+import { LiveHub } from './live/live.js';
+import { addLiveRoutes } from './live/live-routes.js';
+import { type RouteInfo, Router } from './core/router.js';
+import { addSchemaRoutes } from './routes/schema-routes.js';
+import { addScriptRoutes } from './routes/script-routes.js';
+import { findPublicDir, staticHandler } from './routes/static.js';
+import { AuthThrottle } from './guards/throttle.js';
+import { loadTls, type TlsSetup } from './transport/tls.js';
+import { loadTransport } from './transport/transport.js';
+import type { TransportName } from './transport/transport-contract.js';
 
 export interface HttpServer {
   host: string;
@@ -89,7 +89,7 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
   let metrics: Promise<Metrics> | undefined;
   const loadMetrics = (): Promise<Metrics> =>
     (metrics ??= (async () => {
-      const [{ createMetrics }, { registerUplinkMetrics }] = await Promise.all([import('./metrics.js'), import('./uplink-metrics.js')]);
+      const [{ createMetrics }, { registerUplinkMetrics }] = await Promise.all([import('./routes/metrics.js'), import('./routes/uplink-metrics.js')]);
       const created = createMetrics({ registry, engine, router, connections, throttle });
       if (deps.uplink !== undefined) registerUplinkMetrics(created.registry, deps.uplink);
       return created;

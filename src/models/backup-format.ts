@@ -5,7 +5,7 @@
  * backup.ts moves them.
  */
 import { InvalidArgumentError, StateError } from '../errors.js';
-import type { RecordView } from '../store/types.js';
+import type { RecordView } from '../store/base/types.js';
 import { createAtDomainRule, idDomainRule } from '../store/index.js';
 import { parseAttributeFields, parseModelDescription, parseModelName, requireObject } from './attribute-input.js';
 import { describeValue } from '../util/messages.js';

@@ -3,7 +3,7 @@
  * integer (0 = unlimited) or null (the `[store]` default applies). Kept in models.json with the model.
  */
 import { InvalidArgumentError } from '../errors.js';
-import type { RetentionLimits } from '../store/types.js';
+import type { RetentionLimits } from '../store/base/types.js';
 import type { ModelRetention } from './types.js';
 import { requireObject } from './attribute-input.js';
 import { mustBe, range } from '../util/messages.js';

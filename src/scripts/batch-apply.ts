@@ -4,10 +4,10 @@
  */
 import { StoreReadOnlyError, UnavailableError } from '../errors.js';
 import { named } from '../util/messages.js';
-import type { BatchResult, RuleScripts } from './protocol.js';
-import { RepeatFilter, capMessage } from './repeat-filter.js';
-import type { RuleStatsBook } from './stats.js';
-import type { LogFn, ModelSource, RecordLog } from './types.js';
+import type { BatchResult, RuleScripts } from './shared/protocol.js';
+import { RepeatFilter, capMessage } from './shared/repeat-filter.js';
+import type { RuleStatsBook } from './shared/stats.js';
+import type { LogFn, ModelSource, RecordLog } from './shared/types.js';
 
 /** What applying a batch left to settle: per payload its first error, read-only failures, refusals, logs to wait for. */
 export interface Applied {

@@ -6,7 +6,7 @@
 import { WorkerLostError } from '../errors.js';
 import type { BatchSizing } from './batch-sizing.js';
 import type { ScriptPool } from './pool.js';
-import { unpackResult, type BatchResult, type RuleScripts, type RunTask } from './protocol.js';
+import { unpackResult, type BatchResult, type RuleScripts, type RunTask } from './shared/protocol.js';
 
 /** The parts of a task the engine fills in (models, read-only set, rule epoch). */
 export type TaskContext = Omit<RunTask, 'kind' | 'rules' | 'payloads'>;

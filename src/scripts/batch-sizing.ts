@@ -20,7 +20,7 @@
  * tasks of ~140 sample payloads broke it there, 2 ms tasks of 130-200 do not on a faster machine
  * (docs/performance.md, "Batch size: CPU against memory").
  */
-import type { RuleScripts } from './protocol.js';
+import type { RuleScripts } from './shared/protocol.js';
 
 export const BATCH_TARGET_MS = 3;
 export const BATCH_PAYLOADS_MAX = 4096;

@@ -11,10 +11,10 @@ import { BatchRunner, type TaskContext } from './batch-run.js';
 import { BatchSizing } from './batch-sizing.js';
 import { InputCounters } from './input-stats.js';
 import type { ScriptPool } from './pool.js';
-import type { BatchResult, RuleScripts } from './protocol.js';
+import type { BatchResult, RuleScripts } from './shared/protocol.js';
 import { PushTicket, settlePayloads, type QueuedPayload } from './push-answers.js';
-import type { RuleStatsBook } from './stats.js';
-import type { LogFn, ModelSource, PushResult } from './types.js';
+import type { RuleStatsBook } from './shared/stats.js';
+import type { LogFn, ModelSource, PushResult } from './shared/types.js';
 
 export interface DispatcherDeps {
   inendUuid: string;

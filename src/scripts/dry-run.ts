@@ -11,8 +11,8 @@ import { batchLimit } from './batch-sizing.js';
 import { optionalText, requireBody } from './metadata-file.js';
 import { splitPayloads } from './payloads.js';
 import type { ScriptPool } from './pool.js';
-import { unpackResult, type BatchResult, type RuleScripts } from './protocol.js';
-import { capMessage } from './repeat-filter.js';
+import { unpackResult, type BatchResult, type RuleScripts } from './shared/protocol.js';
+import { capMessage } from './shared/repeat-filter.js';
 import { parseActions, parseCallback } from './rules.js';
 
 /** Records the answer lists; `recordsTotal` counts them all. */

@@ -12,11 +12,11 @@ import { InputCounters } from './input-stats.js';
 import { ScriptPool } from './pool.js';
 import { parseRuleFields, RuleBook, type RuleFields } from './rules.js';
 import { Simulator } from './simulator.js';
-import { RuleStatsBook } from './stats.js';
+import { RuleStatsBook } from './shared/stats.js';
 import { optionalText, requireBody } from './metadata-file.js';
 import { mkdirDurable } from '../util/atomic-file.js';
 import { named } from '../util/messages.js';
-import { toLogFn, type Inend, type LevelLogger, type LogFn, type ModelSource, type InputStats, type PushResult, type Rule, type RuleStats, type ValidationResult } from './types.js';
+import { toLogFn, type Inend, type LevelLogger, type LogFn, type ModelSource, type InputStats, type PushResult, type Rule, type RuleStats, type ValidationResult } from './shared/types.js';
 
 export interface ScriptEngineOptions {
   dataDir: string;

@@ -10,7 +10,7 @@ import { newUniqueId } from '../models/ids.js';
 import { SerialQueue } from '../util/atomic-file.js';
 import { describeValue, mustBe, named, oneOf, range } from '../util/messages.js';
 import { optionalText, readList, requireBody, requireName, requireUuid, writeList } from './metadata-file.js';
-import { INEND_TYPES, type Inend, type InendType, type SimulatorConfig } from './types.js';
+import { INEND_TYPES, type Inend, type InendType, type SimulatorConfig } from './shared/types.js';
 
 export const INENDS_FILE = 'inends.json';
 const DESCRIPTION_CHARS_MAX = 2000;

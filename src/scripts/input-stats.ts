@@ -3,7 +3,7 @@
  * failed, and the last failure. The lists of the UI show them as the input's health; the queue depth
  * comes from the dispatcher when they are read.
  */
-import type { InputStats, RuleError } from './types.js';
+import type { InputStats, RuleError } from './shared/types.js';
 
 export class InputCounters {
   private lastPayloadAtMs: number | null = null;

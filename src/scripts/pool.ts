@@ -15,8 +15,8 @@
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { WorkerLostError } from '../errors.js';
-import type { CompileTask, RunResult, RunTask, StartTask, WorkerTask } from './protocol.js';
-import type { ValidationResult } from './types.js';
+import type { CompileTask, RunResult, RunTask, StartTask, WorkerTask } from './shared/protocol.js';
+import type { ValidationResult } from './shared/types.js';
 import { defaultWorkerCount } from './worker-count.js';
 
 export interface PoolOptions {
@@ -27,7 +27,7 @@ export interface PoolOptions {
   memoryMb: number;
   /** A worker without work this long stops; 0 = all workers start now and never stop. Default 60 s. */
   idleStopMs?: number;
-  /** Compiled worker module; defaults to dist/scripts/worker.js beside this module's compiled form. */
+  /** Compiled worker module; defaults to dist/scripts/lua/worker.js beside this module's compiled form. */
   workerFile?: string;
 }
 
@@ -40,15 +40,15 @@ const FAULT_WINDOW_MS = 60_000;
 const FAULTS_KEPT = 20;
 
 /**
- * Compiled, the worker module is beside this one (dist/scripts/, or dist-bench/src/scripts/ for the
- * benchmarks). Under vitest this module runs from src/scripts/pool.ts, but worker threads need
+ * Compiled, the worker module is in lua/ beside this one (dist/scripts/lua/, or dist-bench/src/scripts/lua/
+ * for the benchmarks). Under vitest this module runs from src/scripts/pool.ts, but worker threads need
  * compiled JS, so a TS path inside src/ maps to the same place in dist/; the tests' global setup
  * (test/support/fresh-dist.ts) rebuilds dist/ first whenever it is older than src/.
  */
 export function defaultWorkerFile(moduleUrl: string = import.meta.url): string {
   const here = fileURLToPath(moduleUrl);
   const compiled = here.endsWith('.ts') ? here.replace(/([\\/])src([\\/])(?=[^\\/]+[\\/][^\\/]+$)/, '$1dist$2') : here;
-  return compiled.replace(/[^\\/]+$/, 'worker.js');
+  return compiled.replace(/[^\\/]+$/, 'lua/worker.js');
 }
 
 /**

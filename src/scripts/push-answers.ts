@@ -7,7 +7,7 @@
 import { PushRefusedError, StoreReadOnlyError, type UnavailableError } from '../errors.js';
 import type { Applied } from './batch-apply.js';
 import type { InputCounters } from './input-stats.js';
-import type { PushResult, RecordLog } from './types.js';
+import type { PushResult, RecordLog } from './shared/types.js';
 
 const PUSH_ERRORS_MAX = 10;
 

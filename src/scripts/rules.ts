@@ -9,8 +9,8 @@ import { newUniqueId } from '../models/ids.js';
 import { SerialQueue } from '../util/atomic-file.js';
 import { mustBe } from '../util/messages.js';
 import { optionalText, readList, requireBody, requireName, requireUuid, writeList } from './metadata-file.js';
-import type { RuleScripts } from './protocol.js';
-import type { Rule } from './types.js';
+import type { RuleScripts } from './shared/protocol.js';
+import type { Rule } from './shared/types.js';
 
 export const RULES_FILE = 'rules.json';
 const SCRIPT_CHARS_MAX = 256 * 1024;

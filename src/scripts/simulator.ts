@@ -3,7 +3,7 @@
  * on a timer, for demos and benchmarks. A sample that finds its input's queue full is dropped and
  * counted: a simulator has nobody to answer 503 to.
  */
-import type { SimulatorConfig, SimulatorTag } from './types.js';
+import type { SimulatorConfig, SimulatorTag } from './shared/types.js';
 
 /** Returns how many of the payloads the queue took. */
 export type PayloadSink = (payloads: string[]) => number;

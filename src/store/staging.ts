@@ -9,12 +9,12 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { ModelLog } from './model-log.js';
-import { createModelDirSync } from './recovery.js';
-import { Segment } from './segment.js';
-import type { FileIo } from './file-io.js';
-import type { SealedFdCache } from './sealed-fds.js';
-import type { ModelSpec, StoreOptions } from './types.js';
+import { ModelLog } from './log/model-log.js';
+import { createModelDirSync } from './recovery/recovery.js';
+import { Segment } from './segment/segment.js';
+import type { FileIo } from './base/file-io.js';
+import type { SealedFdCache } from './base/sealed-fds.js';
+import type { ModelSpec, StoreOptions } from './base/types.js';
 import { fsyncDir, writeFileAtomic } from '../util/atomic-file.js';
 
 export const STAGING_PREFIX = '.staging-';

@@ -4,12 +4,12 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { ModelLog } from './model-log.js';
-import { validateFields } from './field-layout.js';
-import { DirLock } from './dir-lock.js';
-import { type FileIo, nodeFileIo } from './file-io.js';
-import { SealedFdCache } from './sealed-fds.js';
-import { DiskReserve } from './disk-reserve.js';
+import { ModelLog } from './log/model-log.js';
+import { validateFields } from './segment/field-layout.js';
+import { DirLock } from './base/dir-lock.js';
+import { type FileIo, nodeFileIo } from './base/file-io.js';
+import { SealedFdCache } from './base/sealed-fds.js';
+import { DiskReserve } from './retention/disk-reserve.js';
 import { STAGING_PREFIX, StagingLog, clearRestoreMarker, readyModelIds, restoreMarkers, swapReady } from './staging.js';
 import { fsyncDir, mkdirDurable } from '../util/atomic-file.js';
 import {
@@ -18,8 +18,8 @@ import {
   validateModelId,
   validateRetention,
   validateStoreOptions,
-} from './constants.js';
-import type { ModelSpec, StoreOptions } from './types.js';
+} from './base/constants.js';
+import type { ModelSpec, StoreOptions } from './base/types.js';
 import { InvalidArgumentError } from '../errors.js';
 
 export interface StoreHooks {

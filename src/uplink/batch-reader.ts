@@ -4,7 +4,7 @@
  * boundaries that depend on the records only (batching.ts). Lines read and not yet in a batch are kept
  * (line-buffer.ts): the newest batch, cut again while its slot may still get records, is not read twice.
  */
-import type { ModelLog } from '../store/model-log.js';
+import type { ModelLog } from '../store/log/model-log.js';
 import type { OutgoingBatch } from './ack-window.js';
 import { BATCH_RECORDS_MAX, cutBatch, slotEndMs } from './batching.js';
 import type { DurableWatermark } from './durable-watermark.js';

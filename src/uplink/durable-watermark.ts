@@ -4,7 +4,7 @@
  * got it. Several asks may be under way, each covering what was saved before it, so the records saved
  * during a sync are known durable at the next one.
  */
-import type { ModelLog } from '../store/model-log.js';
+import type { ModelLog } from '../store/log/model-log.js';
 
 /** durable() calls in flight at once: each covers the records saved before it, so the newest batch waits for one sync, not two. */
 const DURABLE_ASKS_MAX = 4;

@@ -9,7 +9,7 @@
  * so batch boundaries and bodies are the same as those of earlier versions (the hub's dedup window drops
  * what an upgraded gateway sends again).
  */
-import type { LineFormat, RecordLines } from '../store/record-lines.js';
+import type { LineFormat, RecordLines } from '../store/read/record-lines.js';
 import { BATCH_BYTES_MAX, type AheadLines } from './batching.js';
 import { lineFormat, type ShippedModel } from './message.js';
 

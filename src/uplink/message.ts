@@ -8,7 +8,7 @@
  * id, so the hub's dedup window never swallows the newer value.
  */
 import { createHash } from 'node:crypto';
-import type { LineFormat } from '../store/record-lines.js';
+import type { LineFormat } from '../store/read/record-lines.js';
 
 export interface ShippedModel {
   gateway: string;

@@ -9,7 +9,7 @@
  * acknowledged, so the newer version always reaches the stream after the older one.
  * A clear (new generation) starts over at id 1 of the new generation.
  */
-import type { ModelLog } from '../store/model-log.js';
+import type { ModelLog } from '../store/log/model-log.js';
 import { AckWindow, type OutgoingBatch } from './ack-window.js';
 import { BatchReader } from './batch-reader.js';
 import type { InflightBudget } from './budget.js';

@@ -10,7 +10,7 @@ import { LoopShare } from './loop-share.js';
 import { CursorBook } from './cursors.js';
 import type { NatsLink, Publisher } from './nats-link.js';
 import { Shipper, type ShippedLog, type ShipperStatus } from './shipper.js';
-import type { ModelLog } from '../store/model-log.js';
+import type { ModelLog } from '../store/log/model-log.js';
 
 export const CURSOR_FLUSH_MS = 1000;
 const RESCAN_MS = 1000;

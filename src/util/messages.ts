@@ -1,6 +1,6 @@
 /**
  * The one shape of a message about a value that breaks a rule, `<name> must be <rule>, got <value>`,
- * with ranges written `min..max`: the shape src/http/params.ts's `badParameter` gives query parameters,
+ * with ranges written `min..max`: the shape src/http/core/params.ts's `badParameter` gives query parameters,
  * used by the configuration, the models and the scripts too.
  */
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isoSeconds, spacedSeconds } from '../../src/http/format.js';
+import { isoSeconds, spacedSeconds } from '../../src/http/core/format.js';
 
 describe('create_at formats', () => {
   it('match toISOString truncated to the second, whatever order the timestamps come in', () => {

@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { checkRecord } from '../../src/models/record-check.js';
-import { BATCH_ANSWERS_BYTES_MAX, keptBatchStats } from '../../src/http/batch-answers.js';
+import { BATCH_ANSWERS_BYTES_MAX, keptBatchStats } from '../../src/http/routes/batch-answers.js';
 import { call, query } from '../support/client.js';
 import { SECRET, startService, type TestService } from '../support/service.js';
 

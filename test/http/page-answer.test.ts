@@ -1,6 +1,6 @@
 /**
  * queryDataList's answer, byte for byte, over the real server: the store prints the records of a page
- * straight from their stored bytes (src/store/record-json.ts), and the answer must stay what the route
+ * straight from their stored bytes (src/store/read/record-json.ts), and the answer must stay what the route
  * sent when it built RecordViews and ran JSON.stringify over the envelope. The expected text is made here
  * the way the route made it (log.page, formatRecord, envelope), for every attribute type, strings JSON
  * escapes, NaN and the infinities (refused by the rules, but stored by older versions or restores),
@@ -8,10 +8,10 @@
  */
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { formatRecord, isoSeconds } from '../../src/http/format.js';
-import { envelope } from '../../src/http/reply.js';
+import { formatRecord, isoSeconds } from '../../src/http/core/format.js';
+import { envelope } from '../../src/http/core/reply.js';
 import { checkRecord } from '../../src/models/record-check.js';
-import type { PageQuery } from '../../src/store/types.js';
+import type { PageQuery } from '../../src/store/base/types.js';
 import { admin } from '../support/client.js';
 import { SECRET, startService, type TestService } from '../support/service.js';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidArgumentError } from '../../src/errors.js';
-import { parseQueryString } from '../../src/http/params.js';
+import { parseQueryString } from '../../src/http/core/params.js';
 
 const parsed = (raw: string) => Object.fromEntries(parseQueryString(raw));
 

@@ -6,8 +6,8 @@
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NotFoundError, PushPartlyKeptError, UnavailableError } from '../../src/errors.js';
-import { RawReply, StreamReply } from '../../src/http/reply.js';
-import { PUBLIC, Router } from '../../src/http/router.js';
+import { RawReply, StreamReply } from '../../src/http/core/reply.js';
+import { PUBLIC, Router } from '../../src/http/core/router.js';
 import { serveRouter } from '../support/transport.js';
 
 let base: string;

@@ -3,7 +3,7 @@
  * a line here fails this test: decide its guard, then add it. Public routes are listed as such.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Router } from '../../src/http/router.js';
+import { Router } from '../../src/http/core/router.js';
 import { pino } from 'pino';
 import { startService, type TestService } from '../support/service.js';
 

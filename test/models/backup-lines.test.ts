@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { RecordLineChunker, RecordLineReader, recordLineWriter } from '../../src/models/backup-format.js';
 import type { Attribute, AttributeType, DataModel } from '../../src/models/types.js';
-import type { RecordView } from '../../src/store/types.js';
+import type { RecordView } from '../../src/store/base/types.js';
 
 function model(types: Array<[string, AttributeType]>): DataModel {
   const attributes: Attribute[] = types.map(([name, type], i) => ({

@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { admin, publishedModel, raw } from '../support/client.js';
 import { ADMIN, SECRET, startService, type TestService } from '../support/service.js';
 import { ID_MAX } from '../../src/store/index.js';
-import { isoSeconds, spacedSeconds } from '../../src/http/format.js';
+import { isoSeconds, spacedSeconds } from '../../src/http/core/format.js';
 
 // Each test starts a service and restores several files: a busy machine may take far longer than the default.
 vi.setConfig({ testTimeout: 120_000 });

@@ -4,7 +4,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { ModelRegistry } from '../../src/models/index.js';
-import { NodeFileIo } from '../../src/store/file-io.js';
+import { NodeFileIo } from '../../src/store/base/file-io.js';
 import type { Store } from '../../src/store/index.js';
 import { openStore, removeTmpDirs, segFiles, sleep, tmpDir } from '../store/helpers.js';
 

@@ -1,5 +1,5 @@
 /**
- * The audit log (src/http/audit.ts) over the real service: each destructive, code-changing or
+ * The audit log (src/http/guards/audit.ts) over the real service: each destructive, code-changing or
  * credential-revealing admin action leaves one info line with the client address, the action and the
  * object's name and uuid; failed authentication leaves one warn line per address and window with the
  * count and the credential kinds; listening on a non-loopback host without TLS warns at start.
@@ -7,7 +7,7 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Audit, isLoopbackHost, warnIfPlainNonLoopback } from '../../src/http/audit.js';
+import { Audit, isLoopbackHost, warnIfPlainNonLoopback } from '../../src/http/guards/audit.js';
 import { admin, bearer, publishedModel, raw } from '../support/client.js';
 import { ADMIN, type LogLine, SECRET, type TestService, startService } from '../support/service.js';
 

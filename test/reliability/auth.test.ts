@@ -6,9 +6,9 @@
  */
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SecretSet } from '../../src/http/auth.js';
+import { SecretSet } from '../../src/http/guards/auth.js';
 import { TooManyRequestsError } from '../../src/errors.js';
-import { AuthThrottle, type CredentialKind, THROTTLE_WINDOW_MAX_S } from '../../src/http/throttle.js';
+import { AuthThrottle, type CredentialKind, THROTTLE_WINDOW_MAX_S } from '../../src/http/guards/throttle.js';
 import { admin, bearer, publishedModel, raw } from '../support/client.js';
 import { ADMIN, SECRET, type TestService, startService } from '../support/service.js';
 

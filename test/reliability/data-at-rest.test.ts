@@ -9,7 +9,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SECRET, call, configIn, payload, pushNdjson, setupPipeline, startService, writeConfig } from './support/service.mjs';
 import { Store } from '../../src/store/store.js';
-import { storeOptions } from '../../src/store/constants.js';
+import { storeOptions } from '../../src/store/base/constants.js';
 import { StateError } from '../../src/errors.js';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'edc-at-rest-'));

@@ -13,10 +13,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { READ_ONLY_RETRY_MS_DEFAULT } from '../../src/store/constants.js';
-import { SEGMENT_HEADER_BYTES } from '../../src/store/segment.js';
-import type { Durability } from '../../src/store/types.js';
-import type { ModelLog } from '../../src/store/model-log.js';
+import { READ_ONLY_RETRY_MS_DEFAULT } from '../../src/store/base/constants.js';
+import { SEGMENT_HEADER_BYTES } from '../../src/store/segment/segment.js';
+import type { Durability } from '../../src/store/base/types.js';
+import type { ModelLog } from '../../src/store/log/model-log.js';
 import type { Fault } from './support/fault-io.js';
 import { type ScenarioSpec, runScenario, summaryLine } from './support/fault-run.js';
 

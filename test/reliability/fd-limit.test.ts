@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Store } from '../../src/store/store.js';
-import { storeOptions } from '../../src/store/constants.js';
+import { storeOptions } from '../../src/store/base/constants.js';
 import { payload, pushNdjson, readAll, setupPipeline, startService, writeConfig } from './support/service.mjs';
 
 const FD_LIMIT = 256;

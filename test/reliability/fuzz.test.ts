@@ -10,7 +10,7 @@
  * The seed and the counts by status are printed.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HEADER_BYTES_MAX } from '../../src/http/wire.js';
+import { HEADER_BYTES_MAX } from '../../src/http/core/wire.js';
 import { admin, bearer, publishedModel, raw, type RawAnswer, STACK_LIKE } from '../support/client.js';
 import { ADMIN, SECRET, SHORT_LUA_LIMITS, type TestService, startService } from '../support/service.js';
 import { prng } from '../support/prng.js';

@@ -7,10 +7,10 @@ import { pino } from 'pino';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UnavailableError } from '../../src/errors.js';
-import { RawReply } from '../../src/http/reply.js';
-import { PUBLIC, Router } from '../../src/http/router.js';
+import { RawReply } from '../../src/http/core/reply.js';
+import { PUBLIC, Router } from '../../src/http/core/router.js';
 import { serveRouter } from '../support/transport.js';
-import { LatencyHistogram } from '../../src/store/latency.js';
+import { LatencyHistogram } from '../../src/store/base/latency.js';
 import { admin, bearer, publishedModel, raw } from '../support/client.js';
 import { ADMIN, type TestService, SECRET, startService } from '../support/service.js';
 

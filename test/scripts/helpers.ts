@@ -5,7 +5,7 @@ import { ModelRegistry } from '../../src/models/registry.js';
 import { ScriptEngine } from '../../src/scripts/engine.js';
 import type { Config } from '../../src/config/types.js';
 import { type FileIo, Store } from '../../src/store/index.js';
-import type { Durability, RecordView } from '../../src/store/types.js';
+import type { Durability, RecordView } from '../../src/store/base/types.js';
 
 export const SAMPLE_MODEL_ATTRIBUTES = [
   { name: 'temp', type: 'FLOAT' },

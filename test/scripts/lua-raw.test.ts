@@ -4,7 +4,7 @@
  * that were there before.
  */
 import { describe, expect, it } from 'vitest';
-import { readCString } from '../../src/scripts/lua-raw.js';
+import { readCString } from '../../src/scripts/lua/lua-raw.js';
 
 function heapWith(text: string, at = 8): Uint8Array {
   const heap = new Uint8Array(256);

@@ -3,7 +3,7 @@
  * first task starts one, a worker without work for `idleStopMs` stops, and the next task starts a
  * fresh one. A cold start is not counted against the hard time limit: with a hard limit far below
  * a worker's start time, tasks after an idle stop still succeed. Real piscina worker threads
- * running dist/scripts/worker.js.
+ * running dist/scripts/lua/worker.js.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { ScriptPool } from '../../src/scripts/pool.js';

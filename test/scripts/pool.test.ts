@@ -1,13 +1,13 @@
 /**
  * A worker whose task fails outside the rule (a wasm trap, an unexpected exception) ends at once; the
  * task fails with WorkerLostError, the next task runs on a fresh worker, and the fault is reported for
- * /healthz. Real piscina worker threads running dist/scripts/worker.js (rebuilt from src/ by the tests'
+ * /healthz. Real piscina worker threads running dist/scripts/lua/worker.js (rebuilt from src/ by the tests'
  * global setup when older).
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { WorkerLostError } from '../../src/errors.js';
 import { ScriptPool } from '../../src/scripts/pool.js';
-import type { RunTask } from '../../src/scripts/protocol.js';
+import type { RunTask } from '../../src/scripts/shared/protocol.js';
 import { oneRuleTask } from '../support/run-task.js';
 
 let pool: ScriptPool | undefined;

@@ -1,6 +1,6 @@
 /** The packed form in which a worker hands its records to the main thread. */
 import { describe, expect, it } from 'vitest';
-import { OpPacker, unpackOps } from '../../src/scripts/protocol.js';
+import { OpPacker, unpackOps } from '../../src/scripts/shared/protocol.js';
 
 describe('OpPacker', () => {
   it('gives back every op in order, with key order, kinds and value types kept', () => {

@@ -6,7 +6,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { ScriptPool } from '../../src/scripts/pool.js';
-import { MESSAGE_CHARS_MAX, RepeatFilter, capMessage } from '../../src/scripts/repeat-filter.js';
+import { MESSAGE_CHARS_MAX, RepeatFilter, capMessage } from '../../src/scripts/shared/repeat-filter.js';
 import { oneRuleTask } from '../support/run-task.js';
 import { inputWithRule, openHarness, type Harness } from './helpers.js';
 

@@ -3,8 +3,8 @@
  * what is absent, and the wasmoon 1.16 repeated-call memory bug.
  */
 import { describe, expect, it } from 'vitest';
-import { INVOKE_ERROR, INVOKE_OK, type LibHost } from '../../src/scripts/lua-libs.js';
-import { LuaSandbox } from '../../src/scripts/lua-sandbox.js';
+import { INVOKE_ERROR, INVOKE_OK, type LibHost } from '../../src/scripts/lua/lua-libs.js';
+import { LuaSandbox } from '../../src/scripts/lua/lua-sandbox.js';
 
 function recordingHost(): LibHost & { saved: unknown[][]; lines: string[] } {
   const saved: unknown[][] = [];

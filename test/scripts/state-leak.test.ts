@@ -1,12 +1,12 @@
 /**
  * Security finding 3: nothing one call leaves in a worker changes the outcome of the next one. A rule
  * that ran out of time (or memory) must not fail, slow or crash whatever the same worker runs next: a
- * compile, a validate, another rule's payload. Real piscina worker threads (dist/scripts/worker.js), one
+ * compile, a validate, another rule's payload. Real piscina worker threads (dist/scripts/lua/worker.js), one
  * worker, so every task shares the Lua state of the one before.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { ScriptPool } from '../../src/scripts/pool.js';
-import type { RuleScripts, RunTask } from '../../src/scripts/protocol.js';
+import type { RuleScripts, RunTask } from '../../src/scripts/shared/protocol.js';
 
 let pool: ScriptPool | undefined;
 afterEach(async () => {

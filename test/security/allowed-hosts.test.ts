@@ -5,7 +5,7 @@
  * every Host is served.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hostOfHeader } from '../../src/http/allowed-hosts.js';
+import { hostOfHeader } from '../../src/http/core/allowed-hosts.js';
 import { bearer, raw } from '../support/client.js';
 import { ADMIN, startService, type TestService } from '../support/service.js';
 

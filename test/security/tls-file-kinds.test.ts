@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { TLS_FILE_BYTES_MAX } from '../../src/http/tls.js';
+import { TLS_FILE_BYTES_MAX } from '../../src/http/transport/tls.js';
 import { configIn, serveExpectingExit } from '../reliability/support/service.mjs';
 import { startService } from '../support/service.js';
 import { makeTlsFiles, type TlsFiles } from './tls-files.js';

@@ -4,7 +4,7 @@
  * which keys on the client address; and the walk along the header, on ClientAddress itself.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ClientAddress } from '../../src/http/client-address.js';
+import { ClientAddress } from '../../src/http/core/client-address.js';
 import { bearer, raw } from '../support/client.js';
 import { startService, type TestService } from '../support/service.js';
 

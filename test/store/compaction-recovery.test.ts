@@ -4,8 +4,8 @@
  */
 import fs from 'node:fs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { type ChunkTable, readChunkTableSync, readColumnsSync } from '../../src/store/zlog.js';
-import type { ModelLog } from '../../src/store/model-log.js';
+import { type ChunkTable, readChunkTableSync, readColumnsSync } from '../../src/store/format/zlog.js';
+import type { ModelLog } from '../../src/store/log/model-log.js';
 import { allIds, openModel, openStore, range, rec, removeTmpDirs, tmpDir } from './helpers.js';
 
 afterEach(removeTmpDirs);

@@ -1,10 +1,10 @@
 import fs from 'node:fs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { ModelLog } from '../../src/store/model-log.js';
+import type { ModelLog } from '../../src/store/log/model-log.js';
 import type { Store } from '../../src/store/store.js';
-import type { RecordView } from '../../src/store/types.js';
+import type { RecordView } from '../../src/store/base/types.js';
 import { openModel, openStore, rec, removeTmpDirs, tmpDir } from './helpers.js';
-import { CHUNK_CODEC, chunkBytes, readChunkTableSync, type ChunkTable } from '../../src/store/zlog.js';
+import { CHUNK_CODEC, chunkBytes, readChunkTableSync, type ChunkTable } from '../../src/store/format/zlog.js';
 
 afterEach(() => {
   vi.useRealTimers();

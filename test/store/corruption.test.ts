@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { allIds, frameOffsets, openModel, openStore, range, rec, removeTmpDirs, segFiles, tmpDir } from './helpers.js';
-import type { ModelLog } from '../../src/store/model-log.js';
+import type { ModelLog } from '../../src/store/log/model-log.js';
 import type { Store } from '../../src/store/store.js';
 
 afterAll(removeTmpDirs);

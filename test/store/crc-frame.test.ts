@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { crc32c, crc32cInt32 } from '../../src/store/crc32c.js';
-import { FRAME_HEADER_BYTES, FRAME_INVALID, FRAME_SAVE, FRAME_TRUNCATED, checkFrame, findNextFrame, frameId, sealFrame } from '../../src/store/frame.js';
+import { crc32c, crc32cInt32 } from '../../src/store/format/crc32c.js';
+import { FRAME_HEADER_BYTES, FRAME_INVALID, FRAME_SAVE, FRAME_TRUNCATED, checkFrame, findNextFrame, frameId, sealFrame } from '../../src/store/format/frame.js';
 
 function frame(id: number, payload: Buffer): Buffer {
   const b = Buffer.alloc(FRAME_HEADER_BYTES + payload.length);

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { FaultyIo, allIds, frameBytesOf, openModel, openStore, range, rec, removeTmpDirs, sleep, tmpDir } from './helpers.js';
 import { StoreReadOnlyError } from '../../src/errors.js';
-import { NodeFileIo, nodeFileIo } from '../../src/store/file-io.js';
+import { NodeFileIo, nodeFileIo } from '../../src/store/base/file-io.js';
 import { FaultIo } from '../reliability/support/fault-io.js';
 
 /**

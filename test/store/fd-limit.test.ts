@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { SEALED_FDS_MAX_DEFAULT } from '../../src/store/constants.js';
+import { SEALED_FDS_MAX_DEFAULT } from '../../src/store/base/constants.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const compiled = path.join(here, '../../dist/store/index.js');

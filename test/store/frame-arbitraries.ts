@@ -4,7 +4,7 @@
  */
 import fc from 'fast-check';
 import { Packr } from 'msgpackr';
-import { FRAME_HEADER_BYTES, FRAME_SAVE, FRAME_SUPERSEDE, sealFrame, type FrameType } from '../../src/store/frame.js';
+import { FRAME_HEADER_BYTES, FRAME_SAVE, FRAME_SUPERSEDE, sealFrame, type FrameType } from '../../src/store/format/frame.js';
 
 export const packr = new Packr({ useRecords: false });
 

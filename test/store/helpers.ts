@@ -2,10 +2,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Store, type StoreHooks } from '../../src/store/store.js';
-import { storeOptions } from '../../src/store/constants.js';
-import { NodeFileIo, nodeFileIo } from '../../src/store/file-io.js';
-import type { ModelLog } from '../../src/store/model-log.js';
-import type { StoreOptions } from '../../src/store/types.js';
+import { storeOptions } from '../../src/store/base/constants.js';
+import { NodeFileIo, nodeFileIo } from '../../src/store/base/file-io.js';
+import type { ModelLog } from '../../src/store/log/model-log.js';
+import type { StoreOptions } from '../../src/store/base/types.js';
 
 export const FIELDS = ['temp', 'hum', 'status', 'dev', 'ok', 'seq'] as const;
 

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { JsonOut } from '../../src/store/json-out.js';
+import { JsonOut } from '../../src/store/read/json-out.js';
 
 function printed(v: number): string {
   const out = new JsonOut(64);

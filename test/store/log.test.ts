@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { FIELDS, allIds, openModel, openStore, range, rec, removeTmpDirs, segFiles, tmpDir } from './helpers.js';
-import type { ModelLog } from '../../src/store/model-log.js';
+import type { ModelLog } from '../../src/store/log/model-log.js';
 import { InvalidArgumentError, PayloadTooLargeError } from '../../src/errors.js';
 
 afterEach(removeTmpDirs);

@@ -6,10 +6,10 @@
  * after records were written (defaults), selects, both orders, pages across sealed segments.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { isoSeconds } from '../../src/http/format.js';
-import { formatRecord, type Stamp } from '../../src/store/record-json.js';
-import type { ModelLog } from '../../src/store/model-log.js';
-import type { PageQuery } from '../../src/store/types.js';
+import { isoSeconds } from '../../src/http/core/format.js';
+import { formatRecord, type Stamp } from '../../src/store/read/record-json.js';
+import type { ModelLog } from '../../src/store/log/model-log.js';
+import type { PageQuery } from '../../src/store/base/types.js';
 import { prng } from '../support/prng.js';
 import { openStore, removeTmpDirs, tmpDir } from './helpers.js';
 

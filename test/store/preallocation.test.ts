@@ -7,9 +7,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { NodeFileIo } from '../../src/store/file-io.js';
-import { PREALLOCATE_BYTES } from '../../src/store/constants.js';
-import { readIndexSync } from '../../src/store/index-file.js';
+import { NodeFileIo } from '../../src/store/base/file-io.js';
+import { PREALLOCATE_BYTES } from '../../src/store/base/constants.js';
+import { readIndexSync } from '../../src/store/segment/index-file.js';
 import { allIds, frameBytesOf, openModel, openStore, range, rec, removeTmpDirs, segFiles, tmpDir } from './helpers.js';
 
 afterEach(removeTmpDirs);

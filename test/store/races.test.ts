@@ -6,8 +6,8 @@
 import fs from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { allIds, frameOffsets, openModel, openStore, range, rec, removeTmpDirs, segFiles, tmpDir } from './helpers.js';
-import { NodeFileIo } from '../../src/store/file-io.js';
-import type { ModelLog } from '../../src/store/model-log.js';
+import { NodeFileIo } from '../../src/store/base/file-io.js';
+import type { ModelLog } from '../../src/store/log/model-log.js';
 
 afterEach(removeTmpDirs);
 

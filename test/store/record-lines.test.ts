@@ -7,10 +7,10 @@
  */
 import fs from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { referenceLine, type LineFormat, type RecordLines } from '../../src/store/record-lines.js';
-import { LINES_RECORDS_MAX, PAGE_BYTES_MAX } from '../../src/store/constants.js';
-import type { ModelLog } from '../../src/store/model-log.js';
-import type { RecordView } from '../../src/store/types.js';
+import { referenceLine, type LineFormat, type RecordLines } from '../../src/store/read/record-lines.js';
+import { LINES_RECORDS_MAX, PAGE_BYTES_MAX } from '../../src/store/base/constants.js';
+import type { ModelLog } from '../../src/store/log/model-log.js';
+import type { RecordView } from '../../src/store/base/types.js';
 import { prng } from '../support/prng.js';
 import { frameOffsets, openModel, openStore, range, rec, removeTmpDirs, segFiles, tmpDir } from './helpers.js';
 

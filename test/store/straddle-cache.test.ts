@@ -6,8 +6,8 @@
 import v8 from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { STRADDLE_CACHE_BLOCKS, STRADDLE_CACHE_BYTES_MAX, STRADDLE_SEEN_BLOCKS_MAX, StraddleCache, straddleCache } from '../../src/store/straddle-cache.js';
-import { SegmentSummary } from '../../src/store/segment-summary.js';
+import { STRADDLE_CACHE_BLOCKS, STRADDLE_CACHE_BYTES_MAX, STRADDLE_SEEN_BLOCKS_MAX, StraddleCache, straddleCache } from '../../src/store/aggregate/straddle-cache.js';
+import { SegmentSummary } from '../../src/store/aggregate/segment-summary.js';
 import { openModel, openStore, rec, removeTmpDirs, tmpDir } from './helpers.js';
 
 afterAll(removeTmpDirs);

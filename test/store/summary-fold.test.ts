@@ -8,11 +8,11 @@
 import fc from 'fast-check';
 import { unpack } from 'msgpackr';
 import { describe, expect, it } from 'vitest';
-import { FRAME_HEADER_BYTES, FRAME_SAVE, FRAME_SUPERSEDE, checkFrame, frameId, wholeValidFrames, type FrameType } from '../../src/store/frame.js';
-import { decodeValues, visitFrames, walkFrames, type StoredRecord } from '../../src/store/reader.js';
-import { SegmentSummary } from '../../src/store/segment-summary.js';
-import { SummaryFolder } from '../../src/store/summary-fold.js';
-import { blockChecksum } from '../../src/store/block-checksum.js';
+import { FRAME_HEADER_BYTES, FRAME_SAVE, FRAME_SUPERSEDE, checkFrame, frameId, wholeValidFrames, type FrameType } from '../../src/store/format/frame.js';
+import { decodeValues, visitFrames, walkFrames, type StoredRecord } from '../../src/store/read/reader.js';
+import { SegmentSummary } from '../../src/store/aggregate/segment-summary.js';
+import { SummaryFolder } from '../../src/store/aggregate/summary-fold.js';
+import { blockChecksum } from '../../src/store/aggregate/block-checksum.js';
 import { type FrameSpec, frames, packr, scalarArray } from './frame-arbitraries.js';
 
 /** A value array as the store would hold it: msgpackr decodes it to an array. */

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { FaultyIo, frameOffsets, openModel, openStore, rec, removeTmpDirs, segFiles, tmpDir } from './helpers.js';
-import type { ModelLog } from '../../src/store/model-log.js';
+import type { ModelLog } from '../../src/store/log/model-log.js';
 
 afterAll(removeTmpDirs);
 afterEach(() => vi.useRealTimers());

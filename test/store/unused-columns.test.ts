@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { ModelLog } from '../../src/store/model-log.js';
+import type { ModelLog } from '../../src/store/log/model-log.js';
 import { openStore, removeTmpDirs, tmpDir } from './helpers.js';
 
 afterAll(removeTmpDirs);

@@ -1,4 +1,4 @@
-import type { RunTask } from '../../src/scripts/protocol.js';
+import type { RunTask } from '../../src/scripts/shared/protocol.js';
 
 /** A worker task of one rule (`R1`, these Actions) over `payloads`, with no model: for pool and sandbox tests. */
 export function oneRuleTask(actions: string, payloads: string[]): RunTask {

@@ -5,9 +5,9 @@
  */
 import { pino } from 'pino';
 import type { HttpTransportChoice } from '../../src/config/types.js';
-import { ConnectionGate } from '../../src/http/connections.js';
-import type { Router } from '../../src/http/router.js';
-import { loadTransport } from '../../src/http/transport.js';
+import { ConnectionGate } from '../../src/http/guards/connections.js';
+import type { Router } from '../../src/http/core/router.js';
+import { loadTransport } from '../../src/http/transport/transport.js';
 
 export const TRANSPORT_ENV = 'EDGE_DATACENTER_HTTP_TRANSPORT';
 

@@ -9,10 +9,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Store } from '../../src/store/store.js';
-import { storeOptions } from '../../src/store/constants.js';
+import { storeOptions } from '../../src/store/base/constants.js';
 import { LineBuffer } from '../../src/uplink/line-buffer.js';
 import { BATCH_BYTES_MAX, BATCH_RECORDS_MAX, SLOT_MS, cutBatch, type AheadLines } from '../../src/uplink/batching.js';
-import type { RecordView } from '../../src/store/types.js';
+import type { RecordView } from '../../src/store/base/types.js';
 
 let dir: string;
 let store: Store;

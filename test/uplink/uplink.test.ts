@@ -10,9 +10,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Store } from '../../src/store/store.js';
-import { storeOptions } from '../../src/store/constants.js';
+import { storeOptions } from '../../src/store/base/constants.js';
 import { ModelRegistry } from '../../src/models/registry.js';
-import type { ModelLog } from '../../src/store/model-log.js';
+import type { ModelLog } from '../../src/store/log/model-log.js';
 import { Uplink } from '../../src/uplink/uplink.js';
 import { SKIP_REASON, useHubCluster, upsert } from './nats-cluster.js';
 

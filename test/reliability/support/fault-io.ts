@@ -13,7 +13,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { NodeFileIo } from '../../../src/store/file-io.js';
+import { NodeFileIo } from '../../../src/store/base/file-io.js';
 
 export type FaultOp = 'pwrite' | 'fdatasync' | 'open' | 'rename' | 'fsyncdir';
 export type FaultCode = 'EIO' | 'ENOSPC';

@@ -14,9 +14,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Store } from '../../../src/store/store.js';
-import { storeOptions } from '../../../src/store/constants.js';
-import type { ModelLog } from '../../../src/store/model-log.js';
-import type { Durability } from '../../../src/store/types.js';
+import { storeOptions } from '../../../src/store/base/constants.js';
+import type { ModelLog } from '../../../src/store/log/model-log.js';
+import type { Durability } from '../../../src/store/base/types.js';
 import { StoreReadOnlyError } from '../../../src/errors.js';
 import { type Fault, FaultIo } from './fault-io.js';
 import { prng } from '../../support/prng.js';

@@ -5,7 +5,7 @@
  * update-last coalesced into the unflushed chunk while the read was in flight).
  */
 import { expect } from 'vitest';
-import type { RecordView } from '../../../src/store/types.js';
+import type { RecordView } from '../../../src/store/base/types.js';
 
 export const FIELDS = ['temp', 'hum', 'status', 'dev', 'ok', 'seq'] as const;
 export type Values = Record<(typeof FIELDS)[number], unknown>;

@@ -13,9 +13,9 @@ import path from 'node:path';
 import fc from 'fast-check';
 import { expect } from 'vitest';
 import { Store } from '../../../src/store/store.js';
-import { storeOptions } from '../../../src/store/constants.js';
-import type { ModelLog } from '../../../src/store/model-log.js';
-import type { RecordView } from '../../../src/store/types.js';
+import { storeOptions } from '../../../src/store/base/constants.js';
+import type { ModelLog } from '../../../src/store/log/model-log.js';
+import type { RecordView } from '../../../src/store/base/types.js';
 import { FIELDS, ModelOfLog, checkRecord, pageIds } from './model.js';
 import { ScheduledIo, openFilesUnder } from './scheduled-io.js';
 

@@ -9,7 +9,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Scheduler } from 'fast-check';
-import { type FileIo, fsyncDirSync, writeFileAtomicSync } from '../../../src/store/file-io.js';
+import { type FileIo, fsyncDirSync, writeFileAtomicSync } from '../../../src/store/base/file-io.js';
 
 export class ScheduledIo implements FileIo {
   constructor(private readonly s: Scheduler) {}

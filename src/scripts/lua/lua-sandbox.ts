@@ -1,0 +1,266 @@
+/**
+ * One wasmoon Lua state per worker, locked down: only the base, table, string, math and coroutine
+ * libraries (no io, os, debug, package), text-only `load`, a per-invocation soft time limit from an
+ * instruction-count hook, and a memory cap on the Lua allocator.
+ *
+ * The time limit is sticky: once the clock has passed the deadline, the invocation is over whatever
+ * the script does. The hook raises at every count until the call unwinds, every pcall / xpcall /
+ * coroutine.resume / coroutine.close that catches anything raises the time-limit error again (asking
+ * `__time_up`, not looking at the error, which a `<close>` handler or an xpcall handler may have
+ * replaced), the allocator refuses large allocations, and the invocation is answered as timed out.
+ * Sticky within the call only: compiles and invocations all enter Lua through `protectedCall`, which
+ * starts a fresh clock and leaves none behind, so nothing one call ran into reaches the next.
+ *
+ * Rules are compiled once into environments kept in the Lua registry, and JS calls them through raw
+ * stack operations: wasmoon 1.16 corrupts memory after repeated `doString` calls that return values
+ * (ceifa/wasmoon#109, fixed only on git main), and the raw calls are also the cheapest way in.
+ */
+import { LuaFactory, LUA_REGISTRYINDEX, LuaLibraries, type LuaEngine, type LuaWasm } from 'wasmoon';
+import { LuaBridge } from './lua-bridge.js';
+import { hostFunctions, INVOKE_ERROR, INVOKE_TIMEOUT, PRELUDE_LUA, type LibHost } from './lua-libs.js';
+import { CappedAllocator, captureWasmExports, LUA_TSTRING, LUA_TTABLE, rawLua, WasmStrings, type RawLua } from './lua-raw.js';
+import { capMessage, MESSAGE_CHARS_MAX } from '../shared/repeat-filter.js';
+
+export interface SandboxLimits {
+  timeoutMs: number;
+  memoryMb: number;
+}
+
+export interface InvokeOutcome {
+  status: number;
+  message?: string;
+}
+
+/** Lua checks the clock every this many VM instructions; ~0.1 ms of Lua at wasmoon's speed. */
+const HOOK_INSTRUCTION_COUNT = 2000;
+const LUA_MASK_COUNT = 8;
+const MEMORY_ERROR = 'not enough memory';
+/**
+ * Bytes of a Lua error message decoded at most: a longer one is cut without reading the rest, and
+ * says how many bytes it left out (a shorter one, how many characters).
+ */
+const MESSAGE_HEAD_BYTES = 16 * MESSAGE_CHARS_MAX;
+
+/** The deadline of the running protected call, and whether it has passed (which stays so until the call ends). */
+class InvocationClock {
+  private deadline = Infinity;
+  expired = false;
+
+  start(timeoutMs: number): void {
+    this.deadline = Date.now() + timeoutMs;
+    this.expired = false;
+  }
+
+  /**
+   * Outside protected calls nothing is ever late: an expiry left over would make the hook raise in the
+   * next call before its own clock started, and the allocator refuse the next payload (a Lua panic).
+   */
+  stop(): void {
+    this.deadline = Infinity;
+    this.expired = false;
+  }
+
+  timeUp(): boolean {
+    if (!this.expired && Date.now() > this.deadline) this.expired = true;
+    return this.expired;
+  }
+}
+
+export type ScriptName = 'actions' | 'success' | 'failed';
+
+/**
+ * The three scripts of a rule, compiled into one environment held by a registry reference. A
+ * `transient` failure ran into the time or memory limit: it depends on how busy the machine is and
+ * what else the Lua heap holds, so the same scripts may compile next time.
+ */
+export type CompileOutcome = { ok: true; envRef: number } | { ok: false; error: string; transient?: true };
+
+/** How a protected call ended: Lua's status, and whether it ran out of time or was refused memory. */
+interface CallEnd {
+  rc: number;
+  timedOut: boolean;
+  refused: boolean;
+}
+
+const SCRIPT_NAMES: readonly ScriptName[] = ['actions', 'success', 'failed'];
+
+/** Raised by the instruction hook and recognised by the prelude, which rethrows it past pcall. */
+function timeoutMessage(limits: SandboxLimits): string {
+  return `time limit exceeded (${limits.timeoutMs} ms)`;
+}
+
+export class LuaSandbox {
+  private readonly hookPointer: number;
+  private readonly state: number;
+  private readonly compileRef: bigint;
+  private readonly invokeRef: bigint;
+
+  private constructor(
+    private readonly engine: LuaEngine,
+    private readonly lua: LuaWasm,
+    private readonly raw: RawLua,
+    private readonly strings: WasmStrings,
+    private readonly allocator: CappedAllocator,
+    private readonly bridge: LuaBridge,
+    private readonly limits: SandboxLimits,
+    private readonly clock: InvocationClock,
+    refs: { compile: number; invoke: number },
+  ) {
+    const state = engine.global.address;
+    this.state = state;
+    this.compileRef = BigInt(refs.compile);
+    this.invokeRef = BigInt(refs.invoke);
+    // A C string that lives as long as the engine: the hook raises it without converting anything.
+    const timeoutText = timeoutMessage(limits);
+    const timeoutPointer = raw.malloc(timeoutText.length + 1);
+    lua.module.stringToUTF8(timeoutText, timeoutPointer, timeoutText.length + 1);
+    // Every Lua thread created later (coroutines) inherits this hook from the main state.
+    this.hookPointer = lua.module.addFunction((L: number) => {
+      if (clock.timeUp()) {
+        raw.lua_pushstring(L, timeoutPointer);
+        raw.lua_error(L);
+      }
+    }, 'vii');
+    lua.lua_sethook(state, this.hookPointer, LUA_MASK_COUNT, HOOK_INSTRUCTION_COUNT);
+  }
+
+  get memoryMessage(): string {
+    return `memory limit exceeded (${this.limits.memoryMb} MB)`;
+  }
+
+  static async create(limits: SandboxLimits, host: LibHost): Promise<LuaSandbox> {
+    const { value: engine, exports } = await captureWasmExports(() =>
+      new LuaFactory().createEngine({ openStandardLibs: false, traceAllocations: true, enableProxy: false }),
+    );
+    const g = engine.global;
+    const lua = g.lua;
+    const state = g.address;
+    const raw = rawLua(lua, exports);
+    const clock = new InvocationClock();
+    // Same accounting and cap as wasmoon's traced allocator, without its per-call wrappers.
+    const allocator = new CappedAllocator(lua, raw, g.getMemoryUsed(), () => clock.timeUp());
+    raw.lua_setallocf(state, allocator.pointer, 0);
+    const strings = new WasmStrings(lua, raw);
+    const bridge = new LuaBridge(lua, raw, strings, (kind, uuid, record) => host.store(kind, uuid, record));
+    for (const lib of [LuaLibraries.Base, LuaLibraries.Table, LuaLibraries.String, LuaLibraries.Math, LuaLibraries.Coroutine]) {
+      g.loadLibrary(lib);
+    }
+    g.set('__host', hostFunctions(host, timeoutMessage(limits)));
+    const timeUpPointer = lua.module.addFunction((L: number) => {
+      raw.lua_pushboolean(L, clock.timeUp() ? 1 : 0);
+      return 1;
+    }, 'ii');
+    for (const [name, pointer] of [
+      ['__j2t', bridge.j2tPointer],
+      ['__save', bridge.savePointer],
+      ['__update', bridge.updatePointer],
+      ['__time_up', timeUpPointer],
+    ] as const) {
+      raw.lua_pushcclosure(state, pointer, 0);
+      lua.lua_setglobal(state, name);
+    }
+    // The prelude returns nothing, so this single doStringSync is clear of the 1.16 bug.
+    engine.doStringSync(PRELUDE_LUA);
+    const ref = (name: string): number => {
+      lua.lua_getglobal(state, name);
+      return lua.luaL_ref(state, LUA_REGISTRYINDEX);
+    };
+    const refs = { compile: ref('__compile_rule'), invoke: ref('__invoke') };
+    return new LuaSandbox(engine, lua, raw, strings, allocator, bridge, limits, clock, refs);
+  }
+
+  /** Compiles a rule's scripts into a fresh environment, in one protected call; empty scripts are skipped. */
+  compile(scripts: Record<ScriptName, string>): CompileOutcome {
+    const { raw, state } = this;
+    raw.lua_settop(state, 0);
+    raw.lua_rawgeti(state, LUA_REGISTRYINDEX, this.compileRef);
+    for (const name of SCRIPT_NAMES) {
+      if (scripts[name].trim() === '') raw.lua_pushnil(state);
+      else this.pushString(scripts[name]);
+    }
+    // The call leaves env, nil or nil, error (or the error it raised).
+    const end = this.protectedCall(3, 2);
+    if (end.timedOut || end.rc !== 0 || raw.lua_type(state, 1) !== LUA_TTABLE) {
+      // Once the time is up that is the outcome, whatever error the compile ended with (as for invoke).
+      const error = end.timedOut ? timeoutMessage(this.limits) : this.popError();
+      raw.lua_settop(state, 0);
+      return end.timedOut || end.refused ? { ok: false, error, transient: true } : { ok: false, error };
+    }
+    raw.lua_settop(state, 1);
+    return { ok: true, envRef: raw.luaL_ref(state, LUA_REGISTRYINDEX) };
+  }
+
+  release(envRef: number): void {
+    this.lua.luaL_unref(this.state, LUA_REGISTRYINDEX, envRef);
+  }
+
+  /** Runs one payload through one compiled rule under the soft time limit; once that passed, it is the outcome. */
+  invoke(envRef: number, payload: string): InvokeOutcome {
+    const { raw, state } = this;
+    raw.lua_settop(state, 0);
+    // Stack: payload (kept alive for J2T's shortcut), __invoke, env, payload.
+    this.strings.pushFull(state, payload);
+    raw.lua_rawgeti(state, LUA_REGISTRYINDEX, this.invokeRef);
+    raw.lua_rawgeti(state, LUA_REGISTRYINDEX, BigInt(envRef));
+    raw.lua_pushvalue(state, 1);
+    this.bridge.setPayload(state, 1, payload);
+    let end: CallEnd;
+    try {
+      end = this.protectedCall(2, 2);
+    } finally {
+      this.bridge.clearPayload();
+    }
+    if (end.timedOut) {
+      raw.lua_settop(state, 0);
+      return { status: INVOKE_TIMEOUT, message: timeoutMessage(this.limits) };
+    }
+    if (end.rc !== 0) return { status: INVOKE_ERROR, message: this.popError() };
+    const status = Number(raw.lua_tointegerx(state, 2, 0));
+    const message = raw.lua_type(state, 3) === LUA_TSTRING ? this.readMessage(3) : undefined;
+    raw.lua_settop(state, 0);
+    return message === undefined ? { status } : { status, message };
+  }
+
+  memoryUsed(): number {
+    return this.allocator.used;
+  }
+
+  /**
+   * The one way into Lua for compiles and invocations alike: each call gets its own clock and memory
+   * cap, and leaves neither behind. The limits apply only inside: an allocation refused outside one
+   * (pushing the next payload) would be a Lua panic, which aborts the whole wasm instance.
+   */
+  private protectedCall(argCount: number, resultCount: number): CallEnd {
+    this.allocator.limit(this.limits.memoryMb * 1024 * 1024);
+    this.clock.start(this.limits.timeoutMs);
+    try {
+      const rc = this.raw.lua_pcallk(this.state, argCount, resultCount, 0, 0, 0);
+      return { rc, timedOut: this.clock.expired, refused: this.allocator.refused };
+    } finally {
+      this.clock.stop();
+      this.allocator.limit(0);
+    }
+  }
+
+  private popError(): string {
+    const { lua, state } = this;
+    const message = lua.lua_type(state, -1) === LUA_TSTRING ? this.readMessage(-1) : 'unknown Lua error';
+    lua.lua_settop(state, 0);
+    return message;
+  }
+
+  /** A message a script made (any length) as it crosses to JS: its head only, capped as the answers cap it. */
+  private readMessage(index: number): string {
+    const { head, restBytes } = this.strings.readHead(this.state, index, MESSAGE_HEAD_BYTES);
+    return capMessage(this.normalise(head), restBytes);
+  }
+
+  private normalise(message: string): string {
+    return message === MEMORY_ERROR || message.endsWith(`: ${MEMORY_ERROR}`) ? this.memoryMessage : message;
+  }
+
+  /** Byte-exact (scripts and payloads may hold NUL). */
+  private pushString(text: string): void {
+    this.strings.pushFull(this.state, text);
+  }
+}

@@ -1,0 +1,164 @@
+/**
+ * The messages between the main thread and the script workers: the tasks the pool sends (`RunTask`,
+ * `CompileTask`, `StartTask`), what a run sends back (`RunResult`), and the packing of its records.
+ *
+ * Records travel packed. A structured clone of thousands of small `{payload, rule, modelId, kind,
+ * record}` objects costs ~1.4 µs per record split between the two threads (every property name is
+ * written and read back for every object). Packed, the numbers of each op go in one Int32Array, the
+ * record values in one flat array, and the key lists ("shapes") once per distinct list: a save always
+ * has every attribute of its model, in model order, so a task usually holds one shape per model.
+ */
+import type { DataModel } from '../../models/types.js';
+import type { ValidationResult } from './types.js';
+
+/** The compiled form a worker caches per rule, replaced when `version` changes. */
+export interface RuleScripts {
+  uuid: string;
+  version: number;
+  actions: string;
+  success: string;
+  failed: string;
+}
+
+export interface RunTask {
+  kind: 'run';
+  /** Bumped by the main thread whenever a model changes; workers re-index `models` only then. */
+  modelsVersion: number;
+  models: DataModel[];
+  /** Models whose log refuses writes: `rds:*` answers the read-only error string for them at once. */
+  readOnlyModels: string[];
+  /** Bumped when rules are created, replaced or deleted; workers drop compiled rules not in `liveRuleIds`. */
+  rulesEpoch: number;
+  liveRuleIds: string[];
+  rules: RuleScripts[];
+  payloads: string[];
+}
+
+/** Answered with a ValidationResult. */
+export interface CompileTask {
+  kind: 'compile';
+  actions: string;
+  success: string;
+  failed: string;
+}
+
+/** Answered `{ ok: true }` once the worker's sandbox is ready: how the pool waits out a cold start. */
+export interface StartTask {
+  kind: 'start';
+}
+
+export type WorkerTask = RunTask | CompileTask | StartTask;
+export type WorkerAnswer = RunResult | ValidationResult;
+
+export interface RecordOp {
+  payload: number;
+  rule: number;
+  modelId: string;
+  kind: 'save' | 'update';
+  record: Record<string, unknown>;
+}
+
+export interface InvocationError {
+  payload: number;
+  rule: number;
+  message: string;
+  line?: number;
+}
+
+/** Per rule of a task: counters and a duration histogram (bucket counts, see stats.ts). */
+export interface RuleRunSummary {
+  invocations: number;
+  failures: number;
+  histogram: number[];
+}
+
+export interface RunResult {
+  /** The RecordOps, packed (OpPacker). */
+  ops: PackedOps;
+  errors: InvocationError[];
+  summaries: RuleRunSummary[];
+  debug: Array<{ rule: number; message: string }>;
+  /** Time the worker spent on the task; sizes the next batches. */
+  elapsedMs?: number;
+  /** Payloads for which rds refused a record because the model's store was read-only. */
+  readOnlyPayloads?: number[];
+}
+
+/** A RunResult on the main thread, its records unpacked. */
+export type BatchResult = Omit<RunResult, 'ops'> & { ops: RecordOp[] };
+
+export function unpackResult(result: RunResult): BatchResult {
+  return { ...result, ops: unpackOps(result.ops) };
+}
+
+// ---- packing of the RecordOps ----
+
+export interface PackedOps {
+  /** OP_FIELDS per op: payload, rule, model (index into modelIds), kind (0 save, 1 update), shape. */
+  meta: Int32Array;
+  modelIds: string[];
+  /** Key lists, in the order of their values. */
+  shapes: string[][];
+  values: unknown[];
+}
+
+const OP_FIELDS = 5;
+
+export class OpPacker {
+  private meta: number[] = [];
+  private values: unknown[] = [];
+  private shapes: string[][] = [];
+  private modelIds: string[] = [];
+  private readonly modelIndex = new Map<string, number>();
+  /** The last shape used per model and kind: the usual next one. */
+  private readonly lastShape = new Map<string, number>();
+
+  get count(): number {
+    return this.meta.length / OP_FIELDS;
+  }
+
+  add(payload: number, rule: number, modelId: string, kind: 'save' | 'update', record: Record<string, unknown>): void {
+    let model = this.modelIndex.get(modelId);
+    if (model === undefined) {
+      model = this.modelIds.length;
+      this.modelIds.push(modelId);
+      this.modelIndex.set(modelId, model);
+    }
+    const kindCode = kind === 'save' ? 0 : 1;
+    const shapeKey = `${kindCode}${modelId}`;
+    const values = this.values;
+    const start = values.length;
+    let shape = this.lastShape.get(shapeKey);
+    let keys = shape === undefined ? undefined : this.shapes[shape];
+    let i = 0;
+    for (const key in record) {
+      if (keys !== undefined && keys[i] !== key) keys = undefined;
+      values.push(record[key]);
+      i++;
+    }
+    if (keys === undefined || keys.length !== i) {
+      shape = this.shapes.length;
+      this.shapes.push(Object.keys(record));
+      this.lastShape.set(shapeKey, shape);
+      if (this.shapes[shape].length !== values.length - start) throw new Error('record keys changed while packing');
+    }
+    this.meta.push(payload, rule, model, kindCode, shape!);
+  }
+
+  finish(): PackedOps {
+    return { meta: Int32Array.from(this.meta), modelIds: this.modelIds, shapes: this.shapes, values: this.values };
+  }
+}
+
+export function unpackOps(packed: PackedOps): RecordOp[] {
+  const { meta, modelIds, shapes, values } = packed;
+  const ops: RecordOp[] = new Array<RecordOp>(meta.length / OP_FIELDS);
+  let v = 0;
+  for (let o = 0, m = 0; m < meta.length; o++, m += OP_FIELDS) {
+    const keys = shapes[meta[m + 4]];
+    const record: Record<string, unknown> = {};
+    for (let k = 0; k < keys.length; k++) record[keys[k]] = values[v++];
+    ops[o] = { payload: meta[m], rule: meta[m + 1], modelId: modelIds[meta[m + 2]], kind: meta[m + 3] === 0 ? 'save' : 'update', record };
+  }
+  return ops;
+}
