@@ -297,7 +297,7 @@ describe('the data view', () => {
     const text = ': stream open\r\n\r\nevent: record\r\nid: A:1\r\ndata: {"a":1}\r\n\r\nevent: gap\ndata: {"from":2,\ndata: "to":3}\n\n: keepalive\n\n';
     // A string, so vitest's transform leaves the browser's own dynamic import alone.
     const splits = await env.page.evaluate<string[]>(`(async (body) => {
-      const { eventParser } = await import('/js/live.js');
+      const { eventParser } = await import('/js/data/live.js');
       const out = [];
       for (let i = 0; i <= body.length; i++) {
         const events = [];

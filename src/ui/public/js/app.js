@@ -1,12 +1,12 @@
 // Entry point: sign-in, layout, the models tree and the hash router.
-import { h, mount } from './dom.js';
-import { get, getToken, setToken, setUnauthorizedHandler, messageOf, clearCaches } from './api.js';
-import { notify } from './ui.js';
-import { state, loadModels, onModelsChanged } from './state.js';
-import { renderModelsHome, renderNewModel } from './models.js';
-import { renderModel } from './model-page.js';
-import { renderRulesPage } from './rules.js';
-import { renderRuleEditor } from './rule-editor.js';
+import { h, mount } from './core/dom.js';
+import { get, getToken, setToken, setUnauthorizedHandler, messageOf, clearCaches } from './core/api.js';
+import { notify } from './core/ui.js';
+import { state, loadModels, onModelsChanged } from './core/state.js';
+import { renderModelsHome, renderNewModel } from './models/models.js';
+import { renderModel } from './models/model-page.js';
+import { renderRulesPage } from './rules/rules.js';
+import { renderRuleEditor } from './rules/rule-editor.js';
 import { stopHealth, watchHealth } from './health.js';
 
 const app = document.getElementById('app');

@@ -1,7 +1,7 @@
 // The service's health under the top bar: while /healthz says "degraded" (a model read-only or closed,
 // rules failing for a worker fault), a banner names each reason, as /healthz does. Polled while signed in.
-import { h, mount } from './dom.js';
-import { getToken } from './api.js';
+import { h, mount } from './core/dom.js';
+import { getToken } from './core/api.js';
 
 const POLL_MS = 10_000;
 let timer = null;

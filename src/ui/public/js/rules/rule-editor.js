@@ -1,11 +1,11 @@
 // The rule editor: name, inputs, the Lua scripts with samples, validation at the script line, the dry
 // run panel, and the saved rule's stats and last errors.
-import { h, mount, field, setFieldError, select, uid, fmtValue } from './dom.js';
-import { get, post, put, messageOf, listOf } from './api.js';
-import { notify, confirmDialog, statusLine, busy } from './ui.js';
-import { state, findModel } from './state.js';
-import { createEditor } from './editor.js';
-import { sampleForModel, rhilexSample, DEFAULT_SUCCESS, DEFAULT_FAILED } from './samples.js';
+import { h, mount, field, setFieldError, select, uid, fmtValue } from '../core/dom.js';
+import { get, post, put, messageOf, listOf } from '../core/api.js';
+import { notify, confirmDialog, statusLine, busy } from '../core/ui.js';
+import { state, findModel } from '../core/state.js';
+import { createEditor } from '../core/editor.js';
+import { sampleForModel, rhilexSample, DEFAULT_SUCCESS, DEFAULT_FAILED } from '../core/samples.js';
 import { dryRunPanel } from './dry-run.js';
 
 export async function renderRuleEditor(ctx, ruleId) {

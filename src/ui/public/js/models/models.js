@@ -1,10 +1,10 @@
 // Data models: the home page and creating a model (blank or from a template). The model page is
 // model-page.js.
-import { h, mount, field, setFieldError, uid } from './dom.js';
-import { get, post, messageOf } from './api.js';
-import { notify, statusLine, busy } from './ui.js';
-import { state, loadModelsAfterAction } from './state.js';
-import { restoreForm } from './transfers.js';
+import { h, mount, field, setFieldError, uid } from '../core/dom.js';
+import { get, post, messageOf } from '../core/api.js';
+import { notify, statusLine, busy } from '../core/ui.js';
+import { state, loadModelsAfterAction } from '../core/state.js';
+import { restoreForm } from '../core/transfers.js';
 
 // ---------------------------------------------------------------------------------------------------
 // Home

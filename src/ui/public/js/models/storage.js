@@ -1,10 +1,10 @@
 // The Storage tab of a model: what it holds, the disk it lives on, its own retention (contract 14), its
 // backup and restore (contract 15, transfers.js) and its fleet uplink state (contract 17).
-import { h, mount, field, setFieldError, fmtBytes, fmtLocal } from './dom.js';
-import { get, put, messageOf } from './api.js';
-import { statusLine, busy, notify, redrawView } from './ui.js';
-import { backupPanel } from './transfers.js';
-import { reloadModelAfterAction } from './state.js';
+import { h, mount, field, setFieldError, fmtBytes, fmtLocal } from '../core/dom.js';
+import { get, put, messageOf } from '../core/api.js';
+import { statusLine, busy, notify, redrawView } from '../core/ui.js';
+import { backupPanel } from '../core/transfers.js';
+import { reloadModelAfterAction } from '../core/state.js';
 
 const LIMITS = [
   ['maxRecords', 'Keep at most (records)', 'records'],

@@ -1,10 +1,10 @@
 // "Run with this payload" in the rule editor: POST rules/dryRun runs the scripts being edited on a payload
 // in the service's workers, under a real run's limits, and shows the records that would be stored or the
 // error at its line. Nothing is stored.
-import { h, mount, select, uid } from './dom.js';
-import { post } from './api.js';
-import { statusLine, busy } from './ui.js';
-import { examplePayload, tagsReadBy } from './request.js';
+import { h, mount, select, uid } from '../core/dom.js';
+import { post } from '../core/api.js';
+import { statusLine, busy } from '../core/ui.js';
+import { examplePayload, tagsReadBy } from '../models/request.js';
 
 const NDJSON = 'application/x-ndjson';
 

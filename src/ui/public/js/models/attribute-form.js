@@ -1,8 +1,8 @@
 // The add/edit attribute form: fields that follow the type, the checks of contract section 3 in the
 // browser first, and the server's message shown at the field it names.
-import { h, field, setFieldError, select, uid } from './dom.js';
-import { post, put, messageOf } from './api.js';
-import { notify, statusLine, busy } from './ui.js';
+import { h, field, setFieldError, select, uid } from '../core/dom.js';
+import { post, put, messageOf } from '../core/api.js';
+import { notify, statusLine, busy } from '../core/ui.js';
 
 const TYPES = ['INTEGER', 'FLOAT', 'BOOL', 'STRING', 'GEO'];
 const NAME_RE = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;

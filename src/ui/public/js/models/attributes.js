@@ -1,9 +1,9 @@
 // A model's Attributes tab: the attribute table with edit and delete, and the form to add or edit one
 // (attribute-form.js).
-import { h, mount } from './dom.js';
-import { del } from './api.js';
-import { confirmDialog, redrawView } from './ui.js';
-import { reloadModelAfterAction } from './state.js';
+import { h, mount } from '../core/dom.js';
+import { del } from '../core/api.js';
+import { confirmDialog, redrawView } from '../core/ui.js';
+import { reloadModelAfterAction } from '../core/state.js';
 import { attributeForm } from './attribute-form.js';
 
 function ruleText(a) {

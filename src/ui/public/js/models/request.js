@@ -1,11 +1,11 @@
 // Quick request (the exact query URLs with the secret encoded, copy buttons, curl lines with the secret
 // in the X-Api-Secret header; the secret masked on screen until Show) and the Script tab.
-import { h, mount, select, copyButton, uid } from './dom.js';
-import { getSecret, messageOf } from './api.js';
-import { statusLine, busy } from './ui.js';
-import { queryData } from './data.js';
-import { savePreview, sampleForModel } from './samples.js';
-import { tokenize } from './editor.js';
+import { h, mount, select, copyButton, uid } from '../core/dom.js';
+import { getSecret, messageOf } from '../core/api.js';
+import { statusLine, busy } from '../core/ui.js';
+import { queryData } from '../data/data.js';
+import { savePreview, sampleForModel } from '../core/samples.js';
+import { tokenize } from '../core/editor.js';
 
 const shq = (s) => `'${String(s).replace(/'/g, "'\\''")}'`;
 

@@ -1,8 +1,8 @@
 // The Inputs & rules page: the Inputs panel (inputs.js), the rules list, and the health of both
 // (inends/stats, rules/stats) refreshed every 5 seconds. The rule editor is rule-editor.js.
-import { h, mount } from './dom.js';
-import { get, del, messageOf, listOf } from './api.js';
-import { confirmDialog } from './ui.js';
+import { h, mount } from '../core/dom.js';
+import { get, del, messageOf, listOf } from '../core/api.js';
+import { confirmDialog } from '../core/ui.js';
 import { inputsPanel } from './inputs.js';
 
 const when = (ms) => (typeof ms === 'number' ? new Date(ms).toLocaleString() : 'never');

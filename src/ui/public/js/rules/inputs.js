@@ -1,10 +1,10 @@
 // The Inputs panel of the Inputs & rules page: the list with push URL, token and health cells, the New
 // input form (HTTP push or simulator), the created / rotated token panel and delete with its refusal.
-import { h, mount, field, setFieldError, select, copyButton } from './dom.js';
-import { get, post, del, messageOf, listOf } from './api.js';
-import { notify, confirmDialog, statusLine, busy } from './ui.js';
-import { state } from './state.js';
-import { examplePayload, simulatorTags } from './request.js';
+import { h, mount, field, setFieldError, select, copyButton } from '../core/dom.js';
+import { get, post, del, messageOf, listOf } from '../core/api.js';
+import { notify, confirmDialog, statusLine, busy } from '../core/ui.js';
+import { state } from '../core/state.js';
+import { examplePayload, simulatorTags } from '../models/request.js';
 
 const shq = (s) => `'${String(s).replace(/'/g, "'\\''")}'`;
 

@@ -1,11 +1,11 @@
 // The model page: its header (name, state, uuid), the publish / return to draft / delete actions and the
 // tabs. The tabs themselves live in attributes.js, data.js, storage.js and request.js.
-import { h, mount, copyButton } from './dom.js';
-import { post, del, messageOf } from './api.js';
-import { notify, confirmDialog, redrawView } from './ui.js';
-import { reloadModel, reloadModelAfterAction, findModel, removeModel } from './state.js';
+import { h, mount, copyButton } from '../core/dom.js';
+import { post, del, messageOf } from '../core/api.js';
+import { notify, confirmDialog, redrawView } from '../core/ui.js';
+import { reloadModel, reloadModelAfterAction, findModel, removeModel } from '../core/state.js';
 import { renderAttributesTab } from './attributes.js';
-import { renderDataTab } from './data.js';
+import { renderDataTab } from '../data/data.js';
 import { renderRequestTab, renderScriptTab } from './request.js';
 import { renderStorageTab } from './storage.js';
 
