@@ -2,7 +2,7 @@
  * How a push is answered (contract 9): one ticket per push, settled payload by payload as its batches are
  * applied, and answered once every payload is settled. A payload is settled once its records are stored
  * and visible; it waits for their fdatasync only under `sync = always`, or when the push asked for
- * `wait=durable`.
+ * `wait=durable` (under `none` the push then asks for that fdatasync itself).
  */
 import { PushRefusedError, StoreReadOnlyError, type UnavailableError } from '../errors.js';
 import type { Applied } from './batch-apply.js';
@@ -99,8 +99,9 @@ export async function settlePayloads(entries: readonly QueuedPayload[], applied:
       try {
         // A push is answered now: a store that turns read-only (disk full) fails it with a 503 rather
         // than holding the client until space returns. The records stay accepted and are written then.
-        await target.durable(lastId, { rejectWhenReadOnly: true });
-        if (target.durability !== 'none') synced.add(target);
+        // `sync`: under `none` nothing syncs by itself; a push that waits asks for the fdatasync.
+        await target.durable(lastId, { rejectWhenReadOnly: true, sync: true });
+        synced.add(target);
       } catch (err) {
         const message = (err as Error).message;
         for (const p of payloads) {

@@ -59,7 +59,8 @@ export interface PushResult {
   errors: PushError[];
   /**
    * Every accepted record is on disk (fdatasync'ed) when the answer is sent: always with `sync = always`,
-   * and with `wait=durable` under `interval`. False when the push did not wait for a sync (contract 9).
+   * and with `wait=durable` under `interval` and `none`. False when the push did not wait for a sync
+   * (contract 9).
    */
   durable: boolean;
   /**

@@ -285,13 +285,15 @@ export class ModelLog {
    * Resolves once every write so far (id given or not) is durable under the store's durability mode.
    * While the model is read-only (disk full) it waits for space to return, unless
    * `rejectWhenReadOnly`: then it rejects with StoreReadOnlyError; the records stay accepted in memory
-   * and are written when space returns.
+   * and are written when space returns. `sync`: durable means fdatasync'ed under every mode, `none`
+   * included (there it asks for an fdatasync that nothing else would make).
    */
-  durable(id?: number, options: { rejectWhenReadOnly?: boolean } = {}): Promise<void> {
+  durable(id?: number, options: { rejectWhenReadOnly?: boolean; sync?: boolean } = {}): Promise<void> {
     if (id !== undefined && (!Number.isSafeInteger(id) || id < 0)) {
       return Promise.reject(new InvalidArgumentError(`durable: id must be a non-negative integer, got ${id}`));
     }
-    return this.gen.writer.durable(options.rejectWhenReadOnly === true);
+    const reject = options.rejectWhenReadOnly === true;
+    return options.sync === true ? this.gen.writer.synced(reject) : this.gen.writer.durable(reject);
   }
 
   async page(q: PageQuery): Promise<PageResult> {

@@ -165,6 +165,24 @@ export class Writer {
     return this.progress.wait(rejectWhenReadOnly, this.buffer.cutLsn);
   }
 
+  /**
+   * durable(), and then an fdatasync that covers everything appended before the call, whatever the mode:
+   * under `none` nothing syncs by itself, yet a push with `wait=durable` answers only once its records
+   * are on disk (contract 9). Read-only as durable(). Under `interval` and `always` durable() already
+   * means synced, so no fdatasync is added.
+   */
+  async synced(rejectWhenReadOnly = false): Promise<void> {
+    const lsn = this.progress.appendedLsn;
+    await this.durable(rejectWhenReadOnly);
+    while (this.progress.syncedLsn < lsn) {
+      if (this.closed) throw new Error(`model ${this.o.modelId} is closed`);
+      if (this.failure.state !== 'read-only') await this.requestSync();
+      else if (rejectWhenReadOnly) throw this.readOnlyError();
+      // The retry's first successful step moves progress on; the fdatasync is asked for again then.
+      else await this.progress.wait(false, this.buffer.cutLsn);
+    }
+  }
+
   readOnlyError(): StoreReadOnlyError {
     return this.failure.readOnlyError();
   }
