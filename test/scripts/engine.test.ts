@@ -170,7 +170,10 @@ Actions = {
 
 describe('limits', () => {
   it('stops an infinite loop, a memory bomb, a huge string.rep and a pathological pattern; other rules keep storing', async () => {
-    h = await openHarness({ timeoutMs: 100, hardTimeoutMs: 1500, memoryMb: 16 });
+    // Limits with headroom: a descheduled worker cannot make a good payload reach the soft limit, nor the
+    // batch of the loop and the bomb (both ended by the soft or memory limit) reach the hard one; only the
+    // pattern, which runs in C where the soft limit cannot look, is ended by the hard limit.
+    h = await openHarness({ timeoutMs: 500, hardTimeoutMs: 4000, memoryMb: 16 });
     const model = await h.model([{ name: 'v', type: 'STRING' }]);
     const { inend, token } = await inputWithRule(
       h,
@@ -184,16 +187,15 @@ describe('limits', () => {
     );
     await h.engine.createRule({ name: 'good', fromSource: [inend], actions: `Actions = { function(a) return true, rds:Save("${model}", { v = a }) end }` });
     h.engine.authenticatePush(inend, token);
-    const started = Date.now();
+    // Which limit ended each payload is in its message: the push answers once each was ended.
     const result = await h.engine.push(inend, ['ok1', 'loop', 'bomb', 'rep', 'pattern', 'ok2']);
-    expect(Date.now() - started).toBeLessThan(8000);
     expect(result.accepted).toBe(2);
     expect(result.failed).toBe(4);
     const messages = result.errors.map((e) => e.message);
-    expect(messages[0]).toMatch(/time limit exceeded \(100 ms\)/);
+    expect(messages[0]).toMatch(/time limit exceeded \(500 ms\)/);
     expect(messages[1]).toMatch(/memory limit exceeded \(16 MB\)|time limit exceeded/);
     expect(messages[2]).toMatch(/memory limit exceeded \(16 MB\)/);
-    expect(messages[3]).toMatch(/hard time limit exceeded \(1500 ms\), worker restarted/);
+    expect(messages[3]).toMatch(/hard time limit exceeded \(4000 ms\), worker restarted/);
     // The good rule stored every payload, the culprit's included.
     expect((await h.records(model)).map((r) => r.v)).toEqual(['ok1', 'loop', 'bomb', 'rep', 'pattern', 'ok2']);
     // The replaced worker serves again.

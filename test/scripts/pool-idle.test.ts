@@ -2,15 +2,21 @@
  * Lua workers start on demand and stop when idle (issue 15): an idle service holds no worker, the
  * first task starts one, a worker without work for `idleStopMs` stops, and the next task starts a
  * fresh one. A cold start is not counted against the hard time limit: with a hard limit far below
- * a worker's start time, tasks after an idle stop still succeed. Real piscina worker threads
- * running dist/scripts/lua/worker.js.
+ * a worker's start time (a worker made 3 s slower to start), tasks after an idle stop still succeed.
+ * Real piscina worker threads running dist/scripts/lua/worker.js.
  */
+import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ScriptPool } from '../../src/scripts/pool.js';
 import { defaultWorkerCount, SMALL_BOARD_MEMORY_BYTES } from '../../src/scripts/worker-count.js';
 
 const GOOD = { kind: 'compile' as const, actions: 'Actions = { function(a) return true, a end }', success: '', failed: '' };
 const GIB = 2 ** 30;
+/** The extra start time of test/support/slow-start-worker.mjs (its SLOW_START_MS). */
+const SLOW_START_MS = 3000;
+/** The hard time limit in the cold-start case: half the start, many times a compile's time on a loaded machine. */
+const HARD_MS = 1500;
+const SLOW_WORKER = fileURLToPath(new URL('../support/slow-start-worker.mjs', import.meta.url));
 
 let pool: ScriptPool | undefined;
 afterEach(async () => {
@@ -28,28 +34,32 @@ async function until(condition: () => boolean, timeoutMs: number): Promise<void>
 
 describe('ScriptPool workers on demand', () => {
   it('starts no worker until a task, stops it after idleStopMs, starts a fresh one for the next task', async () => {
-    pool = new ScriptPool({ workers: 2, timeoutMs: 200, hardTimeoutMs: 5000, memoryMb: 16, idleStopMs: 300 });
+    pool = new ScriptPool({ workers: 2, timeoutMs: 1000, hardTimeoutMs: 5000, memoryMb: 16, idleStopMs: 300 });
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(pool.workers).toBe(0);
     expect(await pool.compile(GOOD)).toEqual({ ok: true });
     expect(pool.workers).toBe(1); // one task at a time needs one worker, not `workers`
-    await until(() => pool!.workers === 0, 5000);
+    await until(() => pool!.workers === 0, 30_000);
     expect(await pool.compile(GOOD)).toEqual({ ok: true });
     expect(pool.workers).toBe(1);
     expect(pool.recentFaults()).toEqual([]); // an idle stop is not a fault
   });
 
   it('a cold start does not count against the hard time limit', async () => {
-    // 10 ms is far below a worker start (an isolate and a wasm compile: 50-300 ms here); the limit
-    // would end every task that found no worker if it counted the start.
-    pool = new ScriptPool({ workers: 1, timeoutMs: 5, hardTimeoutMs: 10, memoryMb: 16, idleStopMs: 100 });
-    for (let round = 0; round < 3; round++) {
+    // The worker here (test/support/slow-start-worker.mjs) takes SLOW_START_MS more to start than a real
+    // one, always: a limit that counted the start would end every task that found no worker. The limit
+    // itself is far above what a compile takes on a loaded machine, so only a counted start can trip it.
+    pool = new ScriptPool({ workers: 1, timeoutMs: 1000, hardTimeoutMs: HARD_MS, memoryMb: 16, idleStopMs: 100, workerFile: SLOW_WORKER });
+    for (let round = 0; round < 2; round++) {
       expect(pool.workers).toBe(0);
+      const started = performance.now();
       expect(await pool.compile(GOOD)).toEqual({ ok: true });
-      await until(() => pool!.workers === 0, 5000);
+      // The task waited for the whole start (a lower bound, which load cannot break): longer than the limit.
+      expect(performance.now() - started).toBeGreaterThanOrEqual(SLOW_START_MS);
+      await until(() => pool!.workers === 0, 30_000);
     }
     expect(pool.recentFaults()).toEqual([]);
-  });
+  }, 60_000);
 
   it('idleStopMs = 0 starts every worker with the pool and keeps them', async () => {
     pool = new ScriptPool({ workers: 2, timeoutMs: 200, hardTimeoutMs: 5000, memoryMb: 16, idleStopMs: 0 });

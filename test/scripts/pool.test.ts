@@ -18,14 +18,20 @@ afterEach(async () => {
 
 describe('ScriptPool worker faults', () => {
   it('an unexpected error ends the worker; the next task runs on a fresh one; the fault is recent', async () => {
-    pool = new ScriptPool({ workers: 1, timeoutMs: 200, hardTimeoutMs: 5000, memoryMb: 16 });
+    // A hard limit no run here comes near: the task must fail for the worker's error, not for the limit.
+    pool = new ScriptPool({ workers: 1, timeoutMs: 1000, hardTimeoutMs: 120_000, memoryMb: 16 });
     const good = { kind: 'compile' as const, actions: 'Actions = { function(a) return true, a end }', success: '', failed: '' };
     expect(await pool.compile(good)).toEqual({ ok: true });
     expect(pool.recentFaults()).toEqual([]);
     const broken = { kind: 'run' } as unknown as RunTask; // no rules, no payloads: handle throws
-    const t0 = Date.now();
-    await expect(pool.run(broken)).rejects.toThrow(WorkerLostError);
-    expect(Date.now() - t0).toBeLessThan(4000); // ended at once, not by the hard time limit
+    const failure = await pool.run(broken).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(failure).toBeInstanceOf(WorkerLostError);
+    // Ended at once by the worker's own failure, not by the hard time limit (which would say so).
+    expect((failure as Error).message).toMatch(/^worker failed: /);
+    expect((failure as Error).message).not.toMatch(/hard time limit/);
     expect(pool.recentFaults()).toHaveLength(1);
     expect(pool.recentFaults()[0]).toMatch(/^worker failed: /);
     for (let i = 0; i < 5; i++) expect(await pool.compile(good)).toEqual({ ok: true });
@@ -35,7 +41,7 @@ describe('ScriptPool worker faults', () => {
 
 describe('ScriptPool sharing', () => {
   it('a freed worker goes to the waiting owner that holds the fewest workers, not simply the oldest task', async () => {
-    pool = new ScriptPool({ workers: 2, timeoutMs: 1000, hardTimeoutMs: 5000, memoryMb: 16 });
+    pool = new ScriptPool({ workers: 2, timeoutMs: 10_000, hardTimeoutMs: 30_000, memoryMb: 16 });
     const busy = (ms: number): RunTask =>
       oneRuleTask(
         `Actions = { function(a)
