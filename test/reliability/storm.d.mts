@@ -13,3 +13,4 @@ export interface StormCounts {
   refused: number;
 }
 export declare function runStorm(o?: { seconds?: number; models?: number; sealedFdsMax?: number; progress?: (line: string) => void }): Promise<{ problems: string[]; counts: StormCounts }>;
+export declare function stormMinimums(models: number, seconds: number): { pushes: number; clears: number; reads: number; aggregates: number };

@@ -5,7 +5,7 @@
  * `node test/reliability/storm.mjs --seconds 15 --models 2` runs one storm by hand.
  */
 import { describe, expect, it } from 'vitest';
-import { runStorm } from './storm.mjs';
+import { runStorm, stormMinimums } from './storm.mjs';
 
 const seconds = Number(process.env.STORM_SECONDS ?? 10);
 
@@ -18,10 +18,11 @@ describe('store race storm through HTTP', () => {
     expect(problems, JSON.stringify(problems).slice(0, 2000)).toEqual([]);
     expect(counts.status5xx).toBe(0);
     expect(counts.refused).toBe(0);
-    expect(counts.pushes).toBeGreaterThan(models * 30);
-    // A clear a second per model, fewer when the machine is loaded: at least a third of them.
-    expect(counts.clears).toBeGreaterThanOrEqual(models * Math.floor(seconds / 3));
-    expect(counts.pages + counts.exports + counts.lastReads).toBeGreaterThan(100);
-    expect(counts.aggregates).toBeGreaterThan(models * 10);
-  }, (seconds + 60) * 1000);
+    // The storm runs on past its seconds until it did this much (stormMinimums): a loaded machine makes it longer.
+    const min = stormMinimums(models, seconds);
+    expect(counts.pushes).toBeGreaterThanOrEqual(min.pushes);
+    expect(counts.clears).toBeGreaterThanOrEqual(min.clears);
+    expect(counts.pages + counts.exports + counts.lastReads).toBeGreaterThanOrEqual(min.reads);
+    expect(counts.aggregates).toBeGreaterThanOrEqual(min.aggregates);
+  }, (seconds + 900) * 1000);
 });

@@ -75,7 +75,8 @@ export interface StoredRecord {
   dissolved_oxygen: number;
   ph_value: number;
 }
-export declare function readAll(base: string, model: string): Promise<{ records: StoredRecord[]; total: number }>;
+export declare function readAll(base: string, model: string): Promise<{ records: StoredRecord[]; total: number; settled: boolean }>;
+export declare function readSettled(base: string, model: string, tries?: number): Promise<{ records: StoredRecord[]; total: number; settled: boolean }>;
 export declare function lastData(base: string, model: string): Promise<Record<string, unknown>>;
 
 export interface Push {

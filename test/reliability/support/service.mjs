@@ -73,10 +73,12 @@ export function startService(configFile, opts = {}) {
     let out = '';
     let err = '';
     let ready = false;
+    // A ceiling, not a claim: a busy machine may take long to start the service (and recover its store).
+    const startTimeoutMs = opts.startTimeoutMs ?? 120_000;
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`service did not start within ${opts.startTimeoutMs ?? 30000} ms:\n${log.join('\n')}`));
-    }, opts.startTimeoutMs ?? 30000);
+      reject(new Error(`service did not start within ${startTimeoutMs} ms:\n${log.join('\n')}`));
+    }, startTimeoutMs);
     child.stdout.setEncoding('utf8');
     child.stderr.setEncoding('utf8');
     child.stdout.on('data', (d) => {
@@ -124,13 +126,14 @@ export function startService(configFile, opts = {}) {
   });
 }
 
-/** Runs `serve` expecting it to fail (killed after 15 s otherwise); its exit code, stderr and run time. */
+/** Runs `serve` expecting it to fail (killed after 60 s otherwise); its exit code, stderr and run time. */
 export function serveExpectingExit(configFile) {
   const t0 = Date.now();
   const child = spawn(process.execPath, [cliPath, 'serve', '--config', configFile], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (d) => (stderr += d.toString()));
-  const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+  // A ceiling: a start that should fail exits at once, a busy machine only makes that take longer.
+  const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
   return new Promise((resolve) =>
     child.once('exit', (code) => {
       clearTimeout(timer);
@@ -215,20 +218,36 @@ export async function pushNdjson(base, pipeline, lines, signal) {
   }
 }
 
-/** Every record of the model, via queryDataList asc pages of 1000. */
+/**
+ * Every record of the model, via queryDataList asc pages of 1000. `total` is the last page's; `settled`
+ * says every page reported that same total: pages are separate reads, so one that retention (or a write)
+ * moved the records under is not a snapshot of the model (see readSettled).
+ */
 export async function readAll(base, model) {
   const records = [];
   let total = 0;
+  let firstTotal;
   for (let current = 1; ; current++) {
     const data = must(
       await call(base, `/api/v1/datacenter/queryDataList?uuid=${model}&secrets=${SECRET}&order=asc&size=1000&current=${current}`, { token: null }),
       'queryDataList',
     );
     total = data.total;
+    firstTotal ??= total;
     records.push(...data.records);
     if (data.records.length < 1000) break;
   }
-  return { records, total };
+  return { records, total, settled: firstTotal === total };
+}
+
+/**
+ * readAll again until its pages agree on the total (nothing moved between them), at most `tries` times:
+ * with writers stopped only retention still moves the records, and it stops once under its limits.
+ */
+export async function readSettled(base, model, tries = 20) {
+  let read = await readAll(base, model);
+  for (let i = 1; !read.settled && i < tries; i++) read = await readAll(base, model);
+  return read;
 }
 
 export async function lastData(base, model) {
