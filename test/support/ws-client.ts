@@ -81,7 +81,8 @@ export async function connectWs(port: number, path: string): Promise<WsTestClien
       const masked = Buffer.from(payload.map((b, i) => b ^ mask[i % 4]));
       sock.write(Buffer.concat([header, mask, masked]));
     },
-    async next(n: number, timeoutMs = 3000) {
+    // The ceiling only turns a missing message into a failure: a busy machine may deliver late.
+    async next(n: number, timeoutMs = 30_000) {
       const until = Date.now() + timeoutMs;
       while (messages.length < n && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
       return messages.splice(0, n);
