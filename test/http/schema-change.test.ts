@@ -65,7 +65,7 @@ describe('changing a published model (contract 13)', () => {
     expect((await records())[0]).not.toHaveProperty('note');
     save({ temp: 4.5, level: 1 });
     expect((await addAttribute('note', 'STRING')).status).toBe(200);
-    expect((await records()).map((x) => x.note)).toEqual(['a', 'b', 'c', null]);
+    expect((await records()).map((x) => x.note)).toEqual(['a', 'b', 'c', '']);
   });
 
   it('re-added with another type it starts empty: old values never come back under another type', async () => {

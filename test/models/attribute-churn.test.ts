@@ -64,7 +64,7 @@ describe('attribute churn on a published model', () => {
     await attr(uuid, 'late');
     const expected = [
       { id: 1, create_at: expect.any(Number), a: 1, final: 0, late: 7 },
-      { id: 2, create_at: expect.any(Number), a: 100, final: 0, late: null },
+      { id: 2, create_at: expect.any(Number), a: 100, final: 0, late: 0 },
     ];
     expect(await records(uuid)).toEqual(expected);
     expect(await storedColumns(uuid)).toEqual(['a', 'late', 'final']);

@@ -28,7 +28,7 @@ describe('stored columns', () => {
     const page = await log.page({ current: 1, size: 10, order: 'asc' });
     expect(page.records).toEqual([
       { id: 1, create_at: expect.any(Number), c: false, b: 'x', a: 1 },
-      { id: 2, create_at: expect.any(Number), c: true, b: null, a: 2 },
+      { id: 2, create_at: expect.any(Number), c: true, b: '', a: 2 },
     ]);
     await store.close();
   });

@@ -78,7 +78,7 @@ describe('unused columns', () => {
     log.setFields(FLOAT(['a', 'z', 'u', 's']));
     expect(await rows(log)).toEqual([
       { id: 1, a: 1, z: -1, u: 5, s: -1 },
-      { id: 2, a: 2, z: -1, u: null, s: 6 },
+      { id: 2, a: 2, z: -1, u: -1, s: 6 },
     ]);
     await store.close();
   });

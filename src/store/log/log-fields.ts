@@ -58,12 +58,15 @@ export class LogFields {
   }
 
   /**
-   * A frame's values for `record`: each field in its column; columns no field reads are stored as null,
-   * except hidden ones past every record written: leaving them out keeps them empty, so withColumnsFor can drop them.
+   * A frame's values for `record`: each field in its column. The record does not hold a hidden column
+   * (a deleted attribute's): one past the last field's is left out, one before it stored as undefined,
+   * which every read takes for "not held" as it does the end of the array. So when an attribute of the
+   * same name and type comes back, this record reads its default (contract 13), never a null it was
+   * given; and a hidden column past every record written stays empty, so withColumnsFor can drop it.
    */
   valuesOf(record: Record<string, unknown>): unknown[] {
     const { names, columns } = this.layout;
-    const values = new Array<unknown>(Math.max(this.written, this.visibleEnd)).fill(null);
+    const values = new Array<unknown>(this.visibleEnd).fill(undefined);
     for (let i = 0; i < names.length; i++) values[columns[i]] = record[names[i]] ?? null;
     return this.noteWritten(values);
   }
