@@ -52,7 +52,9 @@ function showSignIn(message) {
   const form = h('form', { class: 'signin panel', 'aria-labelledby': 'signin-title', novalidate: true },
     h('h1', { id: 'signin-title', text: 'Sign in' }),
     h('p', { id: 'token-hint', class: 'hint', text: 'Enter the admin token of this gateway: [main] admin_token in the configuration file, or, when the service generated it at its first start, in <data_dir>/credentials.ini on the gateway (the start-up line names the file; the token itself is never printed). It is kept for this browser tab only.' }),
-    h('input', { type: 'text', name: 'username', autocomplete: 'username', value: 'admin', class: 'sr-only', tabindex: '-1', 'aria-hidden': 'true' }),
+    // For password managers only, which file a saved password under a user name; hidden (not rendered, not
+    // in the accessibility tree): the admin token has no user, so there is nothing to show or label.
+    h('input', { type: 'text', name: 'username', autocomplete: 'username', value: 'admin', hidden: true }),
     h('div', { class: 'field' }, h('label', { for: 'token', text: 'Admin token' }), input),
     err,
     h('div', { class: 'actions' }, btn));

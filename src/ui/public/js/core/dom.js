@@ -117,20 +117,6 @@ export function copyButton(getText, label = 'Copy', accessibleName) {
   return btn;
 }
 
-/** The create_at of history results (ISO UTC) or of the latest result ('YYYY-MM-DD HH:MM:SS', UTC) as a Date. */
-export function parseCreateAt(s) {
-  if (typeof s !== 'string') return null;
-  const iso = s.includes('T') ? s : `${s.replace(' ', 'T')}Z`;
-  const d = new Date(iso);
-  return Number.isNaN(d.getTime()) ? null : d;
-}
-
-const pad = (n) => String(n).padStart(2, '0');
-/** Local 'YYYY-MM-DD HH:MM:SS'. */
-export function fmtLocal(d) {
-  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
-}
-
 /** Render a record value as text. */
 export function fmtValue(v) {
   if (v === null || v === undefined) return '';

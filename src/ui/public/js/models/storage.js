@@ -1,9 +1,10 @@
 // The Storage tab of a model: what it holds, the disk it lives on, its own retention (contract 14), its
 // backup and restore (contract 15, transfers.js) and its fleet uplink state (contract 17).
-import { h, mount, field, setFieldError, fmtBytes, fmtLocal } from '../core/dom.js';
+import { h, mount, field, setFieldError, fmtBytes } from '../core/dom.js';
 import { get, put, messageOf } from '../core/api.js';
 import { statusLine, busy, notify, redrawView } from '../core/ui.js';
 import { backupPanel } from '../core/transfers.js';
+import { fmtTime } from '../core/time.js';
 import { reloadModelAfterAction } from '../core/state.js';
 
 const LIMITS = [
@@ -66,7 +67,7 @@ export async function renderStorageTab(body, m) {
     ? h('dl', { class: 'usage' },
       h('dt', { text: 'Records' }), h('dd', { id: 'usage-records', text: d.usage.records.toLocaleString() }),
       h('dt', { text: 'On disk' }), h('dd', { id: 'usage-bytes', text: fmtBytes(d.usage.bytes) }),
-      h('dt', { text: 'Oldest record' }), h('dd', { text: d.usage.oldestCreateAt ? fmtLocal(new Date(d.usage.oldestCreateAt)) : '—' }))
+      h('dt', { text: 'Oldest record' }), h('dd', { text: d.usage.oldestCreateAt ? fmtTime(Date.parse(d.usage.oldestCreateAt)) : '—' }))
     : h('p', { class: 'muted', text: 'A draft holds no data: publish the model to store records.' });
   const fields = LIMITS.map(([key, label, unit]) => {
     const own = d.retention.own[key];
@@ -78,7 +79,7 @@ export async function renderStorageTab(body, m) {
   const save = h('button', { type: 'submit', class: 'primary', text: 'Save retention' });
   const form = h('form', { class: 'panel retention-form', 'aria-labelledby': 'retention-title', novalidate: true },
     h('h2', { id: 'retention-title', text: 'Retention' }),
-    h('p', { class: 'hint', text: 'The oldest data is removed in whole segments while a limit is exceeded, so at most this much stays.' }),
+    h('p', { class: 'hint', text: 'The oldest data is removed in whole segments while a limit is exceeded. The segment being written ([store] segment_bytes, 32 MiB by default) is never removed: a limit takes effect when a segment seals, not at once, and until then more than the limit stays.' }),
     ...fields.map(({ f }) => f.wrap), h('div', { class: 'actions' }, save), status.el);
   form.addEventListener('submit', async (e) => {
     e.preventDefault();

@@ -5,6 +5,7 @@ import { get, post, put, messageOf, listOf } from '../core/api.js';
 import { notify, confirmDialog, statusLine, busy } from '../core/ui.js';
 import { state, findModel } from '../core/state.js';
 import { createEditor } from '../core/editor.js';
+import { fmtTime } from '../core/time.js';
 import { sampleForModel, rhilexSample, DEFAULT_SUCCESS, DEFAULT_FAILED } from '../core/samples.js';
 import { dryRunPanel } from './dry-run.js';
 
@@ -174,13 +175,13 @@ function renderStats(box, d) {
   const fmtItem = (e) => {
     if (!e || typeof e !== 'object') return String(e);
     const when = e.atMs || e.at || e.time || e.ts || e.timestamp;
-    const whenText = typeof when === 'number' ? new Date(when).toLocaleString() : (when || '');
+    const whenText = typeof when === 'number' ? fmtTime(when) : (when || '');
     const msg = e.error || e.message || e.msg || JSON.stringify(e);
     return `${whenText ? `${whenText} — ` : ''}${e.line ? `line ${e.line}: ` : ''}${msg}`;
   };
   mount(box,
     h('dl', { class: 'kv stats' }, [...scalars, ...objects.flatMap(([k, o]) => Object.entries(o).filter(([, v]) => v === null || typeof v !== 'object').map(([k2, v]) => [`${k}.${k2}`, v]))]
-      .map(([k, v]) => [h('dt', { text: LABELS[k] || k }), h('dd', { text: fmtValue(typeof v === 'number' && /At$|Ms$/.test(k) && v > 1e12 ? new Date(v).toLocaleString() : v) })])),
+      .map(([k, v]) => [h('dt', { text: LABELS[k] || k }), h('dd', { text: fmtValue(typeof v === 'number' && /At$|Ms$/.test(k) && v > 1e12 ? fmtTime(v) : v) })])),
     lists.map(([k, arr]) => h('div', { class: 'stat-list' }, h('h3', { text: LABELS[k] || k }),
       arr.length ? h('ol', { class: 'errors' }, arr.map((e) => h('li', { text: fmtItem(e) }))) : h('p', { class: 'muted', text: 'None.' }))));
 }

@@ -3,9 +3,10 @@
 import { h, mount } from '../core/dom.js';
 import { get, del, messageOf, listOf } from '../core/api.js';
 import { confirmDialog } from '../core/ui.js';
+import { fmtTime } from '../core/time.js';
 import { inputsPanel } from './inputs.js';
 
-const when = (ms) => (typeof ms === 'number' ? new Date(ms).toLocaleString() : 'never');
+const when = (ms) => (typeof ms === 'number' ? fmtTime(ms) : 'never');
 
 /** The health line of an input or a rule: last payload, counts, queue, last error (the error in full on hover). */
 function healthCell(parts, lastError) {
