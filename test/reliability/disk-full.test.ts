@@ -28,7 +28,12 @@ import {
 } from './support/service.mjs';
 import { mountTmpfs } from './support/tmpfs.js';
 
-const ANSWER_WAIT_MS = 8_000;
+/**
+ * How long a push's answer is waited for while the disk stays full: a ceiling, long enough for a busy
+ * machine. An answer that comes within it came while the disk was full, so the push did not wait for
+ * space; one that hangs until the filler goes would not come.
+ */
+const ANSWER_WAIT_MS = 60_000;
 
 const disk = mountTmpfs('disk-full', 8);
 const { root, mnt, skipReason } = disk;
@@ -80,7 +85,7 @@ describe.skipIf(skipReason !== undefined)('disk full (tmpfs 8 MiB)', () => {
       }
     }
     if (firstRefusal === undefined && late.length === 0) throw new Error('the disk never filled: 20,000 records fit in ~192 KiB?');
-  }, 60_000);
+  }, 600_000);
 
   afterAll(async () => {
     if (svc && svc.child.exitCode === null && svc.child.signalCode === null) await svc.kill('SIGKILL');
@@ -89,13 +94,13 @@ describe.skipIf(skipReason !== undefined)('disk full (tmpfs 8 MiB)', () => {
 
   it('a push while the disk is full answers 503 with a message naming the cause', async () => {
     const a = await sendAndWait(10);
-    expect(a, 'no answer within 8 s').toBeDefined();
+    expect(a, 'no answer while the disk is full').toBeDefined();
     expect(a!.status, a!.text).toBe(503);
     expect(a!.body?.msg).toMatch(/read-only|disk full|ENOSPC/i);
     expect(a!.headers?.get('retry-after')).toMatch(/^\d+$/);
-  }, 20_000);
+  }, 120_000);
 
-  it('every push made while the disk fills is answered within 8 s (none left hanging)', () => {
+  it('every push made while the disk fills is answered while it is full (none left hanging)', () => {
     expect(late.map((p) => p.pushNo), 'pushes without an answer').toEqual([]);
   });
 
@@ -123,7 +128,7 @@ describe.skipIf(skipReason !== undefined)('disk full (tmpfs 8 MiB)', () => {
   it('writes resume once space returns, and every push answered 200 is stored', async () => {
     fs.rmSync(filler);
     let resumed: Answer | undefined;
-    const deadline = Date.now() + 10_000;
+    const deadline = Date.now() + 60_000;
     while (Date.now() < deadline) {
       resumed = await sendAndWait(50);
       if (resumed?.status === 200 && resumed.body?.data?.failed === 0) break;
@@ -138,7 +143,7 @@ describe.skipIf(skipReason !== undefined)('disk full (tmpfs 8 MiB)', () => {
     const check = checkStore(await readAll(svc.base, pipeline.model), await lastData(svc.base, pipeline.model), state.pushes);
     expect(check.problems).toEqual([]);
     expect(check.ackedRecords).toBeGreaterThan(3000);
-  }, 40_000);
+  }, 300_000);
 
   it('after a restart nothing answered 200 is missing', async () => {
     const exit = await svc.kill('SIGTERM');
@@ -147,5 +152,5 @@ describe.skipIf(skipReason !== undefined)('disk full (tmpfs 8 MiB)', () => {
     const check = checkStore(await readAll(svc.base, pipeline.model), await lastData(svc.base, pipeline.model), state.pushes);
     expect(check.problems).toEqual([]);
     expect((await sendAndWait(10))?.status).toBe(200);
-  }, 30_000);
+  }, 120_000);
 });

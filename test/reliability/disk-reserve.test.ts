@@ -15,7 +15,10 @@ const RESERVE_BYTES = 4 * 1_048_576;
 const disk = mountTmpfs('disk-reserve', 16);
 const { root, mnt, skipReason } = disk;
 
-/** Polls `probe` every 100 ms until it returns true or `ms` pass; returns the time it took, or undefined. */
+/**
+ * Polls `probe` every 100 ms until it returns true or `ms` pass; returns the time it took, or undefined.
+ * `ms` is a ceiling (a busy machine only makes the wait longer), not the claim under test.
+ */
 async function within(ms: number, probe: () => Promise<boolean>): Promise<number | undefined> {
   const t0 = Date.now();
   while (Date.now() - t0 < ms) {
@@ -47,7 +50,7 @@ describe.skipIf(skipReason !== undefined)('disk reserve (tmpfs 16 MiB, reserve 4
     svc = await startService(file);
     pipeline = await setupPipeline(svc.base);
     for (let i = 0; i < 3; i++) expect((await push(50)).status).toBe(200);
-  }, 60_000);
+  }, 180_000);
 
   afterAll(async () => {
     if (svc && svc.child.exitCode === null && svc.child.signalCode === null) await svc.kill('SIGKILL');
@@ -58,27 +61,27 @@ describe.skipIf(skipReason !== undefined)('disk reserve (tmpfs 16 MiB, reserve 4
     const st = fs.statfsSync(mnt);
     fs.writeFileSync(filler, Buffer.alloc(st.bavail * st.bsize - RESERVE_BYTES + 1_048_576));
     let refusal: { status: number; body?: { msg?: string } } | undefined;
-    const ms = await within(5000, async () => {
+    const ms = await within(60_000, async () => {
       const a = await push(10);
       if (a.status !== 503) return false;
       refusal = a;
       return true;
     });
-    expect(ms, 'pushes refused within 5 s').toBeDefined();
+    expect(ms, 'pushes refused').toBeDefined();
     expect(refusal?.body?.msg).toMatch(/store read-only for model .*: free disk \d+ MiB is below the reserve of 4 MiB \(\[store\] disk_reserve_bytes\)/);
     const health = await call(svc.base, '/healthz', { token: null });
     expect(health.body.data.status).toBe('degraded');
     expect(health.body.data.reasons.join(' ')).toContain('below the reserve');
     const last = await call(svc.base, `/api/v1/datacenter/queryLastData?uuid=${pipeline.model}&secrets=${SECRET}`, { token: null });
     expect(last.status).toBe(200);
-  }, 30_000);
+  }, 120_000);
 
   it('space back: writes resume without a restart, and every push answered 200 is stored', async () => {
     fs.rmSync(filler);
-    const ms = await within(5000, async () => (await push(10)).status === 200);
-    expect(ms, 'writes resume within 5 s').toBeDefined();
+    const ms = await within(60_000, async () => (await push(10)).status === 200);
+    expect(ms, 'writes resume without a restart').toBeDefined();
     expect((await call(svc.base, '/healthz', { token: null })).body.data.status).toBe('ok');
     const stored = await readAll(svc.base, pipeline.model);
     expect(stored.records.length).toBe(acked);
-  }, 30_000);
+  }, 120_000);
 });

@@ -81,7 +81,7 @@ describe('faults injected through the store file layer', () => {
         expect({ lost: r.lost, duplicated: r.duplicated, corrupted: r.corrupted }).toEqual({ lost: 0, duplicated: 0, corrupted: 0 });
         expect(r.acked).toBeGreaterThan(0);
         if (!s.abandonDuringFault) expect(r.timeToWritableMs).toBeDefined();
-      }, 60_000);
+      }, 300_000);
     }
   }
 });
