@@ -253,7 +253,7 @@ export function useHubCluster(): { readonly cluster: NatsCluster } {
     if (SKIP_REASON !== undefined) return;
     hub.cluster = await NatsCluster.start(3);
     await hub.cluster.createStream();
-  }, 60_000);
+  }, 180_000);
   afterAll(async () => {
     await hub.cluster?.stop();
   });
