@@ -6,6 +6,7 @@
  * edge-datacenter restore [--in FILE] [--replace] [--config FILE]
  * edge-datacenter import --model UUID [--format csv|jsonl] [--in FILE] [--config FILE]
  * edge-datacenter config --print-defaults
+ * edge-datacenter bench [--seconds N | --quick] [--out DIR] [--dir DIR] [--compare OTHER.json [--in MINE.json]]
  */
 import { parseArgs } from 'node:util';
 import { pino, type Logger } from 'pino';
@@ -35,6 +36,12 @@ const USAGE = `Usage:
       Append the rows of an export file to a model with new ids, keeping create_at. All or nothing; offline.
   edge-datacenter config --print-defaults
       Print the commented default configuration file.
+  edge-datacenter bench [--seconds N | --quick] [--out DIR] [--dir DIR] [--compare OTHER.json [--in MINE.json]]
+      Measure this device (about N = 120 s; --quick: 20 s) on a service of its own in a temporary
+      directory under --dir (default: the system's; give the data disk): records/s and CPU per record
+      through RHILEX's sample rule, read latencies, RSS, fdatasync, sync = always. Writes a JSON and a
+      Markdown report into --out (default: here); --compare prints ratios against another device's
+      report, --in compares MINE.json with it without running.
   edge-datacenter help | --help | --version
 `;
 
@@ -54,6 +61,10 @@ function parse(argv: string[]) {
       from: { type: 'string' },
       to: { type: 'string' },
       'print-defaults': { type: 'boolean' },
+      seconds: { type: 'string' },
+      quick: { type: 'boolean' },
+      dir: { type: 'string' },
+      compare: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
       version: { type: 'boolean', short: 'v' },
     },
@@ -186,6 +197,12 @@ async function main(argv: string[]): Promise<number> {
       case 'import':
         await (await offline()).importCommand((await load(parsed.values.config)).loaded.config, requiredModel(parsed, 'import'), parsed.values.format, parsed.values.in);
         return 0;
+      case 'bench': {
+        // Loaded only for this command, as the offline ones are.
+        const { benchCommand } = await import('./bench/command.js');
+        const { seconds, quick, out, dir, compare } = parsed.values;
+        return await benchCommand({ seconds, quick, out, dir, compare, in: parsed.values.in });
+      }
       case 'config':
         if (!parsed.values['print-defaults']) throw new UsageError('config needs --print-defaults');
         process.stdout.write(defaultConfigText());
