@@ -218,7 +218,7 @@ describe('simulator tags', () => {
   return true, args
 end }`;
     await call(base, '/api/v1/rules/create', { method: 'POST', body: { name: 'count', fromSource: [sim.body.data.uuid], actions } });
-    await expect.poll(async () => (await call(base, `/api/v1/inends/stats?uuid=${sim.body.data.uuid}`)).body.data.accepted, { timeout: 10_000 }).toBeGreaterThanOrEqual(10);
+    await expect.poll(async () => (await call(base, `/api/v1/inends/stats?uuid=${sim.body.data.uuid}`)).body.data.accepted, { timeout: 60_000 }).toBeGreaterThanOrEqual(10);
     expect((await call(base, `/api/v1/inends/stats?uuid=${sim.body.data.uuid}`)).body.data.failed).toBe(0);
     const bad = await call(base, '/api/v1/inends/create', {
       method: 'POST',

@@ -136,7 +136,10 @@ describe('log levels', () => {
     const text = await bug.text();
     expect(JSON.parse(text)).toEqual({ code: 500, msg: 'internal error', data: null });
     expect(text).not.toMatch(/xyz|TypeError|at /);
-    await new Promise((r) => setTimeout(r, 50));
+    // The log lines are waited for (the ceiling only ends a hang).
+    for (const until = Date.now() + 30_000; !['/api/nothing', '/api/busy', '/api/bug'].every((p) => lines.some((l) => l.path === p)) && Date.now() < until; ) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
     expect(lines.find((l) => l.path === '/api/nothing')).toMatchObject({ level: 20, status: 404 });
     expect(lines.find((l) => l.path === '/api/busy')).toMatchObject({ level: 40, code: 'ERR_UNAVAILABLE' });
     const err = lines.find((l) => l.path === '/api/bug');

@@ -14,6 +14,11 @@ afterEach(async () => {
   h = undefined;
 });
 
+/** Until the model's store is writable again: it retries after readOnlyRetryMs, later on a busy machine (the ceiling only ends a hang). */
+async function writable(harness: Harness, model: string): Promise<void> {
+  for (const until = Date.now() + 60_000; harness.registry.log(model).state !== 'ok' && Date.now() < until; ) await sleep(10);
+}
+
 const lines = (from: number, n: number): string[] => Array.from({ length: n }, (_, i) => modbusPayload({ t1: from + i, t2: from + i, t3: from + i }));
 
 describe('push counts under a read-only store', () => {
@@ -31,7 +36,7 @@ describe('push counts under a read-only store', () => {
     expect(first.accepted + first.failed).toBe(20);
     expect(first.kept).toEqual(Array.from({ length: first.accepted }, (_, i) => i + 1));
     io.failWrites = undefined;
-    await sleep(100); // the store retries and writes what it kept
+    await writable(h, model); // the store retries and writes what it kept
     expect(await h.engine.push(inend, lines(1 + first.accepted, first.failed))).toMatchObject({ accepted: first.failed, failed: 0 });
     expect((await h.records(model)).map((r) => r.temp)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
   });
@@ -51,7 +56,7 @@ describe('push counts under a read-only store', () => {
     expect(second.storeReadOnly).toBeDefined();
     expect(second).toMatchObject({ accepted: 0, failed: 7, kept: [] });
     io.failWrites = undefined;
-    await sleep(100);
+    await writable(h, model);
     const resent = await h.engine.push(b.inend, lines(100, 7)); // exactly the failed lines
     expect(resent).toMatchObject({ accepted: 7, failed: 0 });
     expect((await h.records(model)).map((r) => r.temp)).toEqual([...first.kept!, 100, 101, 102, 103, 104, 105, 106]);

@@ -95,7 +95,7 @@ const kinds: Array<(s: net.Socket) => void> = [
 
 it('idle, header-trickling and kept-alive clients that never close are cut fully, and their slots come back', async () => {
   for (let i = 0; i < HOLDERS; i++) holders.push(await holder(kinds[i % kinds.length]));
-  await waitFor('all holders counted', () => openServerSockets(svc.port) >= HOLDERS, 10_000, () => `${openServerSockets(svc.port)} server sockets`);
+  await waitFor('all holders counted', () => openServerSockets(svc.port) >= HOLDERS, 60_000, () => `${openServerSockets(svc.port)} server sockets`);
 
   // The limit is reached: a newcomer is refused (the refusal closes by itself).
   const refused = await raw(svc.port, { path: '/healthz', agent: false });

@@ -29,7 +29,8 @@ function eio(syscall: string, what: string): Error {
   return Object.assign(new Error(`EIO: i/o error, ${syscall} '${what}'`), { code: 'EIO' });
 }
 
-async function until(cond: () => boolean, ms = 3000): Promise<void> {
+// A ceiling: the background pass is waited for, however long a busy machine makes it take.
+async function until(cond: () => boolean, ms = 60_000): Promise<void> {
   for (const end = Date.now() + ms; !cond() && Date.now() < end; ) await sleep(10);
 }
 
