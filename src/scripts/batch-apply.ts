@@ -60,7 +60,8 @@ export class BatchApplier {
     const refused = new Map<number, UnavailableError>();
     const fail = (payload: number, ruleUuid: string, message: string, line?: number): void => {
       if (failures.has(payload)) return;
-      failures.set(payload, `rule ${named(this.deps.ruleName(ruleUuid), ruleUuid)}: ${line !== undefined ? `line ${line}: ` : ''}${message}`);
+      // Capped again with its prefix: the 1 KB of contract 18 is the whole message's.
+      failures.set(payload, capMessage(`rule ${named(this.deps.ruleName(ruleUuid), ruleUuid)}: ${line !== undefined ? `line ${line}: ` : ''}${message}`));
     };
     result.summaries.forEach((summary, r) => stats.addSummary(rules[r].uuid, summary));
     for (const raw of result.errors) {

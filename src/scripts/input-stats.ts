@@ -3,6 +3,7 @@
  * failed, and the last failure. The lists of the UI show them as the input's health; the queue depth
  * comes from the dispatcher when they are read.
  */
+import { capMessage } from './shared/repeat-filter.js';
 import type { InputStats, RuleError } from './shared/types.js';
 
 export class InputCounters {
@@ -22,7 +23,8 @@ export class InputCounters {
       return;
     }
     this.failed++;
-    this.lastError = { message: error, atMs };
+    // `inends/stats` shows it: at most 1 KB (contract 18), as the push answer that carried it.
+    this.lastError = { message: capMessage(error), atMs };
   }
 
   view(uuid: string, queued: number): InputStats {

@@ -7,6 +7,7 @@
 import { PushRefusedError, StoreReadOnlyError, type UnavailableError } from '../errors.js';
 import type { Applied } from './batch-apply.js';
 import type { InputCounters } from './input-stats.js';
+import { capMessage } from './shared/repeat-filter.js';
 import type { PushResult, RecordLog } from './shared/types.js';
 
 const PUSH_ERRORS_MAX = 10;
@@ -43,7 +44,8 @@ export class PushTicket {
       this.kept.push(index + 1);
     } else {
       this.result.failed++;
-      if (this.result.errors.length < PUSH_ERRORS_MAX) this.result.errors.push({ index, message: error });
+      // At most 1 KB a message (contract 18), the store's failures as the rules'.
+      if (this.result.errors.length < PUSH_ERRORS_MAX) this.result.errors.push({ index, message: capMessage(error) });
     }
     if (--this.remaining === 0) this.answer();
   }

@@ -1,12 +1,12 @@
 /**
- * Rule limits. Error messages: capped at 1024 characters in the push answer, the rule's stats and the log, and
+ * Rule limits. Error messages: capped at 1024 bytes in the push answer, the rule's stats and the log, and
  * logged once per rule and message per 10 s with the count of repeats left out. Real engine and worker. One invocation may store at most 4 MiB.
  * What leaves a worker is bounded per invocation: its records (4 MiB), its error message (cut in the
  * worker, before it is copied out of Lua), its Debug lines.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { ScriptPool } from '../../src/scripts/pool.js';
-import { MESSAGE_CHARS_MAX, RepeatFilter, capMessage } from '../../src/scripts/shared/repeat-filter.js';
+import { MESSAGE_BYTES_MAX, RepeatFilter, capMessage } from '../../src/scripts/shared/repeat-filter.js';
 import { oneRuleTask } from '../support/run-task.js';
 import { inputWithRule, openHarness, type Harness } from './helpers.js';
 
@@ -26,13 +26,13 @@ describe('rule error messages', () => {
     const { inend, rule } = await inputWithRule(h, 'Actions = { function(args) Throw(string.rep("x", 5000)) end }');
     const result = await h.engine.push(inend, Array.from({ length: 50 }, () => '{}'));
     expect(result.failed).toBe(50);
-    for (const e of result.errors) expect(e.message.length).toBeLessThan(MESSAGE_CHARS_MAX + 200);
-    expect(result.errors[0].message).toContain('more characters)');
+    for (const e of result.errors) expect(Buffer.byteLength(e.message)).toBeLessThanOrEqual(MESSAGE_BYTES_MAX);
+    expect(result.errors[0].message).toContain('more bytes)');
     const stats = h.engine.ruleStats(rule);
-    for (const e of stats.lastErrors) expect(e.message.length).toBeLessThan(MESSAGE_CHARS_MAX + 100);
+    for (const e of stats.lastErrors) expect(Buffer.byteLength(e.message)).toBeLessThanOrEqual(MESSAGE_BYTES_MAX);
     const warns = lines.filter((l) => l.level === 'warn');
     expect(warns).toHaveLength(1);
-    expect(warns[0].msg.length).toBeLessThan(MESSAGE_CHARS_MAX + 100);
+    expect(Buffer.byteLength(warns[0].msg)).toBeLessThanOrEqual(MESSAGE_BYTES_MAX);
   });
 
   it('RepeatFilter: a repeat inside 10 s is left out and counted on the next line after the window', () => {
@@ -84,11 +84,12 @@ describe('what one invocation sends back', () => {
     );
     const result = await pool.run(task);
     expect(result.errors).toHaveLength(21);
+    // 1,024 bytes in all: the text, `… (`, the count of the bytes left out (those never read included), ` more bytes)`.
     for (const e of result.errors.slice(0, 20)) {
-      expect(e.message).toBe(`${'z'.repeat(MESSAGE_CHARS_MAX)}… (${8e6 - MESSAGE_CHARS_MAX} more bytes)`);
+      expect(e.message).toBe(`${'z'.repeat(1000)}… (${8e6 - 1000} more bytes)`);
     }
-    // Short enough to be read whole: counted in characters, as the main thread counts.
-    expect(result.errors[20].message).toBe(`${'é'.repeat(MESSAGE_CHARS_MAX)}… (${3000 - MESSAGE_CHARS_MAX} more characters)`);
+    // Cut at a character: é is two bytes.
+    expect(result.errors[20].message).toBe(`${'é'.repeat(501)}… (${6000 - 1002} more bytes)`);
     expect(capMessage(result.errors[0].message)).toBe(result.errors[0].message);
     expect(result.debug).toHaveLength(1);
     expect(result.debug[0].message).toBe(`${'z'.repeat(1000)}…`);

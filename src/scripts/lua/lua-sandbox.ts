@@ -19,7 +19,7 @@ import { LuaFactory, LUA_REGISTRYINDEX, LuaLibraries, type LuaEngine, type LuaWa
 import { LuaBridge } from './lua-bridge.js';
 import { hostFunctions, INVOKE_ERROR, INVOKE_TIMEOUT, PRELUDE_LUA, type LibHost } from './lua-libs.js';
 import { CappedAllocator, captureWasmExports, LUA_TSTRING, LUA_TTABLE, rawLua, WasmStrings, type RawLua } from './lua-raw.js';
-import { capMessage, MESSAGE_CHARS_MAX } from '../shared/repeat-filter.js';
+import { capMessage, MESSAGE_BYTES_MAX } from '../shared/repeat-filter.js';
 
 export interface SandboxLimits {
   timeoutMs: number;
@@ -37,9 +37,9 @@ const LUA_MASK_COUNT = 8;
 const MEMORY_ERROR = 'not enough memory';
 /**
  * Bytes of a Lua error message decoded at most: a longer one is cut without reading the rest, and
- * says how many bytes it left out (a shorter one, how many characters).
+ * says how many bytes it left out, those never read included.
  */
-const MESSAGE_HEAD_BYTES = 16 * MESSAGE_CHARS_MAX;
+const MESSAGE_HEAD_BYTES = 16 * MESSAGE_BYTES_MAX;
 
 /** The deadline of the running protected call, and whether it has passed (which stays so until the call ends). */
 class InvocationClock {

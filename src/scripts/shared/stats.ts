@@ -3,6 +3,7 @@
  * fill, cheap to send, mergeable), the main thread adds them up and derives p50/p99 from the buckets.
  */
 import type { InvocationError, RuleRunSummary } from './protocol.js';
+import { capMessage } from './repeat-filter.js';
 import type { RuleError, RuleStats } from './types.js';
 
 /** Upper bounds in milliseconds; the last bucket holds everything slower. */
@@ -45,8 +46,9 @@ class RuleCounters {
   readonly histogram = newHistogram();
   readonly lastErrors: RuleError[] = [];
 
+  /** `rules/stats` shows them: each at most 1 KB (contract 18), whoever made it. */
   addError(error: RuleError): void {
-    this.lastErrors.push(error);
+    this.lastErrors.push({ ...error, message: capMessage(error.message) });
     if (this.lastErrors.length > LAST_ERRORS_MAX) this.lastErrors.shift();
   }
 }
