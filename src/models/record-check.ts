@@ -1,7 +1,8 @@
 /**
  * Checks a record that a script writes (`rds:Save`, `rds:UpdateLast`) against its model. Pure and
  * synchronous, on plain data only: it also runs inside the script worker threads on a cloned model.
- * The error strings are what Lua receives; keep them short and stable (docs/models.md lists them).
+ * The error strings are what Lua receives; keep them short and stable (docs/models.md lists them). Each
+ * names the model by name and uuid (contract 18): a rule may write to several.
  */
 import { describeValue, named, range } from '../util/messages.js';
 import type { Attribute, DataModel, RecordCheck } from './types.js';
@@ -26,11 +27,11 @@ export function checkRecord(model: DataModel, input: Record<string, unknown>, mo
     const value = input[key];
     // A Lua table never holds nil; an undefined property is the same as an absent one.
     if (value === undefined) continue;
-    if (RESERVED_KEYS.has(key)) return fail(`key '${key}' is set by the store and cannot be written`);
+    if (RESERVED_KEYS.has(key)) return fail(`model ${named(model.name, model.uuid)}: key '${key}' is set by the store and cannot be written`);
     const index = attributeIndex(attributes, key);
     if (index < 0) return fail(`unknown attribute '${key}' for model ${named(model.name, model.uuid)}`);
     const checked = checkValue(attributes[index], value);
-    if ('error' in checked) return fail(checked.error);
+    if ('error' in checked) return fail(`model ${named(model.name, model.uuid)}: ${checked.error}`);
     given[index] = checked.value;
   }
   const record: Record<string, unknown> = {};

@@ -127,7 +127,7 @@ describe('inputs', () => {
     const cell = page.locator(`#inputs-table td[data-input="${input}"]`);
     await expect.poll(() => cell.textContent()).toMatch(/1 stored · 1 failed · 0 queued/);
     expect(await cell.textContent()).toMatch(/Last payload \d/);
-    expect(await cell.locator('.health-error').textContent()).toMatch(/rule store water \(RULE[2-9A-Z]{8}\): line \d+: attribute 'ph' must be in 0\.\.14, got 21\.5/);
+    expect(await cell.locator('.health-error').textContent()).toMatch(/rule store water \(RULE[2-9A-Z]{8}\): line \d+: model water \(SCHEMA[2-9A-Z]{8}\): attribute 'ph' must be in 0\.\.14, got 21\.5/);
     const ruleCell = page.locator('#rules-table td.health-cell').first();
     await expect.poll(() => ruleCell.textContent()).toMatch(/Last run \d.*1 ok · 1 failed · 0 queued/);
     expect(await ruleCell.locator('.health-error').textContent()).toContain("attribute 'ph' must be in 0..14, got 21.5");
@@ -192,8 +192,8 @@ describe('rule editor', () => {
     await box.fill(JSON.stringify([{ tag: 'ph', value: 21.5 }]));
     await page.getByRole('button', { name: 'Run with this payload' }).click();
     await expect.poll(() => status.textContent()).toBe('0 of 1 payload would be stored (0 records), 1 would fail. Nothing was stored.');
-    expect(await page.locator('#dry-run-errors').textContent()).toMatch(/^line \d+: attribute 'ph' must be in 0\.\.14, got 21\.5$/);
-    await expect.poll(() => page.locator('.code-editor').first().locator('.code-error').textContent()).toMatch(/^Line \d+: attribute 'ph'/);
+    expect(await page.locator('#dry-run-errors').textContent()).toMatch(/^line \d+: model water \(SCHEMA[2-9A-Z]{8}\): attribute 'ph' must be in 0\.\.14, got 21\.5$/);
+    await expect.poll(() => page.locator('.code-editor').first().locator('.code-error').textContent()).toMatch(/^Line \d+: model water \(SCHEMA[2-9A-Z]{8}\): attribute 'ph'/);
     await shot(page, 'op-07-rule-dry-run-error', { doc: 'rule-dry-run-error', fullPage: true });
 
     // NDJSON: one line per payload

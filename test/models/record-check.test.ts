@@ -42,28 +42,28 @@ describe('checkRecord', () => {
   it.each([
     [{ x: 1 }, "unknown attribute 'x' for model test (SCHEMATEST2345)"],
     [{ Temp: 1 }, "unknown attribute 'Temp' for model test (SCHEMATEST2345)"],
-    [{ id: 1 }, "key 'id' is set by the store and cannot be written"],
-    [{ create_at: 1 }, "key 'create_at' is set by the store and cannot be written"],
-    [{ temp: '25' }, "attribute 'temp' expects FLOAT, got string"],
-    [{ temp: null }, "attribute 'temp' expects FLOAT, got nil"],
-    [{ temp: { a: 1 } }, "attribute 'temp' expects FLOAT, got table"],
-    [{ on: 1 }, "attribute 'on' expects BOOL, got number"],
-    [{ on: 'true' }, "attribute 'on' expects BOOL, got string"],
-    [{ tag: 5 }, "attribute 'tag' expects STRING, got number"],
-    [{ pos: [1, 2] }, "attribute 'pos' expects GEO, got table"],
-    [{ count: 2.5 }, "attribute 'count' expects INTEGER, got fraction 2.5"],
-    [{ count: 11 }, "attribute 'count' must be in 0..10, got 11"],
-    [{ count: -1 }, "attribute 'count' must be in 0..10, got -1"],
-    [{ temp: 125.06 }, "attribute 'temp' must be in -40..125, got 125.1"],
-    [{ raw: Infinity }, "attribute 'raw' expects a finite number, got inf"],
-    [{ raw: -Infinity }, "attribute 'raw' expects a finite number, got -inf"],
-    [{ raw: NaN }, "attribute 'raw' expects a finite number, got nan"],
-    [{ tag: 'abcdefg' }, "attribute 'tag' must be at most 6 bytes, got 7"],
-    [{ tag: 'ééé£' }, "attribute 'tag' must be at most 6 bytes, got 8"],
-    [{ pos: '91,0' }, 'attribute \'pos\' expects GEO "lat,lng" with lat in -90..90 and lng in -180..180, got "91,0"'],
-    [{ pos: '0,180.5' }, 'attribute \'pos\' expects GEO "lat,lng" with lat in -90..90 and lng in -180..180, got "0,180.5"'],
-    [{ pos: '1,2,3' }, 'attribute \'pos\' expects GEO "lat,lng" with lat in -90..90 and lng in -180..180, got "1,2,3"'],
-    [{ pos: 'north' }, 'attribute \'pos\' expects GEO "lat,lng" with lat in -90..90 and lng in -180..180, got "north"'],
+    [{ id: 1 }, "model test (SCHEMATEST2345): key 'id' is set by the store and cannot be written"],
+    [{ create_at: 1 }, "model test (SCHEMATEST2345): key 'create_at' is set by the store and cannot be written"],
+    [{ temp: '25' }, "model test (SCHEMATEST2345): attribute 'temp' expects FLOAT, got string"],
+    [{ temp: null }, "model test (SCHEMATEST2345): attribute 'temp' expects FLOAT, got nil"],
+    [{ temp: { a: 1 } }, "model test (SCHEMATEST2345): attribute 'temp' expects FLOAT, got table"],
+    [{ on: 1 }, "model test (SCHEMATEST2345): attribute 'on' expects BOOL, got number"],
+    [{ on: 'true' }, "model test (SCHEMATEST2345): attribute 'on' expects BOOL, got string"],
+    [{ tag: 5 }, "model test (SCHEMATEST2345): attribute 'tag' expects STRING, got number"],
+    [{ pos: [1, 2] }, "model test (SCHEMATEST2345): attribute 'pos' expects GEO, got table"],
+    [{ count: 2.5 }, "model test (SCHEMATEST2345): attribute 'count' expects INTEGER, got fraction 2.5"],
+    [{ count: 11 }, "model test (SCHEMATEST2345): attribute 'count' must be in 0..10, got 11"],
+    [{ count: -1 }, "model test (SCHEMATEST2345): attribute 'count' must be in 0..10, got -1"],
+    [{ temp: 125.06 }, "model test (SCHEMATEST2345): attribute 'temp' must be in -40..125, got 125.1"],
+    [{ raw: Infinity }, "model test (SCHEMATEST2345): attribute 'raw' expects a finite number, got inf"],
+    [{ raw: -Infinity }, "model test (SCHEMATEST2345): attribute 'raw' expects a finite number, got -inf"],
+    [{ raw: NaN }, "model test (SCHEMATEST2345): attribute 'raw' expects a finite number, got nan"],
+    [{ tag: 'abcdefg' }, "model test (SCHEMATEST2345): attribute 'tag' must be at most 6 bytes, got 7"],
+    [{ tag: 'ééé£' }, "model test (SCHEMATEST2345): attribute 'tag' must be at most 6 bytes, got 8"],
+    [{ pos: '91,0' }, 'model test (SCHEMATEST2345): attribute \'pos\' expects GEO "lat,lng" with lat in -90..90 and lng in -180..180, got "91,0"'],
+    [{ pos: '0,180.5' }, 'model test (SCHEMATEST2345): attribute \'pos\' expects GEO "lat,lng" with lat in -90..90 and lng in -180..180, got "0,180.5"'],
+    [{ pos: '1,2,3' }, 'model test (SCHEMATEST2345): attribute \'pos\' expects GEO "lat,lng" with lat in -90..90 and lng in -180..180, got "1,2,3"'],
+    [{ pos: 'north' }, 'model test (SCHEMATEST2345): attribute \'pos\' expects GEO "lat,lng" with lat in -90..90 and lng in -180..180, got "north"'],
   ])('refuses %j', (input, message) => {
     expect(error(input)).toBe(message);
     expect(error(input, 'update')).toBe(message);
@@ -82,12 +82,12 @@ describe('checkRecord', () => {
   });
 
   it('reports the first problem only, and refuses a non-table', () => {
-    expect(error({ count: 99, x: 1 })).toBe("attribute 'count' must be in 0..10, got 99");
+    expect(error({ count: 99, x: 1 })).toBe("model test (SCHEMATEST2345): attribute 'count' must be in 0..10, got 99");
     expect(error([] as unknown as Record<string, unknown>)).toBe('record for model test (SCHEMATEST2345) must be a table, got table');
   });
 
   it('refuses integers beyond 2^53 and accepts safe bigints', () => {
-    expect(error({ count: 2 ** 60 })).toMatch(/^attribute 'count' expects INTEGER within ±9007199254740991/);
+    expect(error({ count: 2 ** 60 })).toMatch(/^model test \(SCHEMATEST2345\): attribute 'count' expects INTEGER within ±9007199254740991/);
     expect(checkRecord(m, { count: 7n }, 'update')).toEqual({ ok: true, record: { count: 7 } });
   });
 });

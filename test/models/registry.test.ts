@@ -231,7 +231,7 @@ describe('lifecycle', () => {
     expect(registry.check(m.uuid, { temp: 1 }, 'save')).toEqual({ ok: false, error: `model ${m.name} (${m.uuid}) is not published` });
     await registry.publish(m.uuid);
     expect(registry.check(m.uuid, { temp: 1 }, 'save')).toEqual({ ok: true, record: { temp: 1 } });
-    expect(registry.check(m.uuid, { temp: 200 }, 'save')).toEqual({ ok: false, error: "attribute 'temp' must be in -40..125, got 200" });
+    expect(registry.check(m.uuid, { temp: 200 }, 'save')).toEqual({ ok: false, error: `model m (${m.uuid}): attribute 'temp' must be in -40..125, got 200` });
     expect(registry.check('SCHEMA22222222', {}, 'save')).toEqual({ ok: false, error: 'unknown model SCHEMA22222222' });
   });
 

@@ -81,7 +81,7 @@ describe('templates', () => {
       ok: true, record: { device_id: 'dev-1', temperature: -12.35, humidity: 55 },
     });
     expect(registry.check(m.uuid, { humidity: 101 }, 'save')).toEqual({
-      ok: false, error: "attribute 'humidity' must be in 0..100, got 101",
+      ok: false, error: `model ${m.name} (${m.uuid}): attribute 'humidity' must be in 0..100, got 101`,
     });
   });
 
