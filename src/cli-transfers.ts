@@ -165,12 +165,20 @@ export async function backupCommand(config: Config, uuid: string, outFile: strin
 }
 
 export async function restoreCommand(config: Config, inFile: string | undefined, replace: boolean): Promise<void> {
-  const result = await withTransfers(config, 'restore', (t) => t.restore(inputChunks(inFile, 'restore'), { replace }));
+  const result = await withTransfers(config, 'restore', (t) => t.restore(inputChunks(inFile, 'restore'), { replace })).catch((err: unknown) => {
+    throw withReplaceFlag(err);
+  });
   process.stderr.write(`restored ${result.records} records of model ${result.name} (${result.uuid}); the next id is ${result.nextId}\n`);
 }
 
+/** The refusal of a restore over a model that exists names the HTTP parameter; here the flag is --replace. */
+function withReplaceFlag(err: unknown): unknown {
+  if (!(err instanceof StateError) || !err.message.includes('replace=true')) return err;
+  return new StateError(err.message.replace('replace=true', '--replace'));
+}
+
 export async function importCommand(config: Config, uuid: string, format: string | undefined, inFile: string | undefined): Promise<void> {
-  const result = await withTransfers(config, 'import', (t) => t.importData(uuid, importFormat(format), inputChunks(inFile, 'import')));
+  const result = await withTransfers(config, 'import', (t) => t.importData(uuid, importFormat(format, '--format'), inputChunks(inFile, 'import')));
   const ids = result.firstId === null ? '' : `, ids ${result.firstId}..${result.lastId}`;
   process.stderr.write(`imported ${result.imported} records into model ${result.name} (${result.uuid})${ids}\n`);
 }

@@ -5,7 +5,7 @@
  */
 import { InvalidArgumentError } from '../errors.js';
 import type { LineBatch } from '../util/lines.js';
-import { describeValue, named } from '../util/messages.js';
+import { describeValue, mustBe, named } from '../util/messages.js';
 import { checkValue } from './record-check.js';
 import type { Attribute, DataModel } from './types.js';
 
@@ -19,11 +19,15 @@ export interface ImportRow {
   record: Record<string, unknown>;
 }
 
-export function importFormat(raw: string | undefined): ImportFormat {
+/**
+ * `raw` as an import format (csv by default). `name` is how the caller's door names the value in the
+ * 400: the query parameter, or the CLI's `--format`.
+ */
+export function importFormat(raw: string | undefined, name = "parameter 'format'"): ImportFormat {
   const value = (raw ?? 'csv').trim().toLowerCase();
   if (value === '' || value === 'csv') return 'csv';
   if (value === 'jsonl' || value === 'ndjson') return 'jsonl';
-  throw new InvalidArgumentError(`format must be csv or jsonl, got ${describeValue(raw)}`);
+  throw new InvalidArgumentError(mustBe(name, 'csv or jsonl', raw));
 }
 
 /** `YYYY-MM-DDTHH:MM:SSZ` (exports), also with milliseconds, and `YYYY-MM-DD HH:MM:SS` (UTC). */
