@@ -1,8 +1,9 @@
 /**
  * `npm start` and `npm run serve` (scripts/start.mjs, issue 34): they serve from a checkout and from a
- * production install (the `npm pack` tarball, unpacked, `npm ci --omit=dev`: no TypeScript), and a stop
- * signal sent to the npm process alone stops the service cleanly: npm exits only once the service has,
- * the port is free and the data lock released. Real npm processes; the data in temp directories.
+ * production install (the `npm pack` tarball, unpacked, `npm ci --omit=dev`: no TypeScript; with the files
+ * docs/getting-started.md links to), and a stop signal sent to the npm process alone stops the service
+ * cleanly: npm exits only once the service has, the port is free and the data lock released. Real npm
+ * processes; the data in temp directories.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -115,7 +116,7 @@ describe('npm start and npm run serve', () => {
     await expectStoppedCleanly(served, 'SIGINT');
   }, 60_000);
 
-  it('npm start serves from a production install (the packed tarball, npm ci --omit=dev) and stops on SIGTERM', async () => {
+  it('npm start serves from a production install (the packed tarball, npm ci --omit=dev) and stops on SIGTERM; the getting-started files are there', async () => {
     dir = await mkdtemp(join(tmpdir(), 'edc-start-'));
     // The tarball as `npm pack` makes it: prepack's build is the shared dist/ (fresh: the global setup),
     // and its copy of the lock is added here, so the checkout is not written to.
@@ -130,6 +131,11 @@ describe('npm start and npm run serve', () => {
     const ci = await run('npm', ['ci', '--omit=dev', '--no-audit', '--no-fund', '--prefer-offline'], release);
     expect(ci.code, ci.stderr).toBe(0);
     expect(existsSync(join(release, 'node_modules', 'typescript'))).toBe(false);
+    // docs/getting-started.md is followed on such an install too: the files it links to are there.
+    const guide = await readFile(join(release, 'docs', 'getting-started.md'), 'utf8');
+    const linked = [...guide.matchAll(/\]\(((?!https?:)[^)#]+)/g)].map((m) => join(release, 'docs', m[1]));
+    expect(linked.length).toBeGreaterThan(0);
+    expect(linked.filter((file) => !existsSync(file))).toEqual([]);
 
     const served = await npmServe('start', release);
     expect((await fetch(`http://127.0.0.1:${served.port}/healthz`)).status).toBe(200);

@@ -79,8 +79,8 @@ describe('UI details', () => {
     await page.evaluate('sessionStorage.clear()');
     await page.reload();
     await page.getByLabel('Admin token').waitFor();
-    const unlabelled = await page.locator('form.signin input').evaluateAll((inputs) =>
-      (inputs as HTMLInputElement[]).filter((i) => i.getClientRects().length > 0 && !(i.labels && i.labels.length)).map((i) => i.outerHTML));
+    const unlabelled = await page.evaluate<string[]>(`[...document.querySelectorAll('form.signin input')]
+      .filter((i) => i.getClientRects().length > 0 && !(i.labels && i.labels.length)).map((i) => i.outerHTML)`);
     expect(unlabelled).toEqual([]);
     const username = page.locator('form.signin input[autocomplete="username"]');
     expect(await username.inputValue()).toBe('admin');
