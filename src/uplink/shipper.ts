@@ -53,6 +53,7 @@ export interface ShipperStatus {
   gaps: number;
   resends: number;
   lastAckMs: number | undefined;
+  /** Why shipping last failed; cleared by the next acknowledgement once no batch waits to be resent. */
   lastError: string | undefined;
 }
 
@@ -84,6 +85,8 @@ export class Shipper {
         budget: o.budget,
         onAdvance: () => this.reportCursor(),
         onAck: () => {
+          // The hub takes batches again: an error of the outage is history, unless a batch still waits to be resent.
+          if (!this.window.failing) this.lastError = undefined;
           this.sleeper.resetBackoff();
           this.sleeper.wake();
         },
