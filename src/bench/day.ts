@@ -14,7 +14,7 @@ const RECORDS_PER_S = 10;
 export const DAY_RECORDS = (DAY_MS / 1000) * RECORDS_PER_S;
 /** 86.4 s buckets: 1000 over the day. */
 const BUCKET_MS = DAY_MS / 1000;
-const LINES_PER_CHUNK = 2000;
+const LINES_PER_CHUNK = 500;
 
 /**
  * A backup of the day: `header` (line 1 of the empty model's own backup, so the attributes are exactly

@@ -54,7 +54,7 @@ export async function readLatencies(client: Client, path: string, seconds: numbe
   const deadline = performance.now() + seconds * 1000;
   while (out.length < minimum || performance.now() < deadline) {
     const t0 = performance.now();
-    const { status, text } = await client.read(path);
+    const { status, text } = await client.read(path, false);
     const ms = performance.now() - t0;
     if (status !== 200) throw new BenchError(`GET ${path.replace(/\?.*/, '')} answered ${status}: ${text.slice(0, 300)}`);
     if (out.length < SAMPLES_MAX) out.push(ms);
