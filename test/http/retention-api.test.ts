@@ -31,6 +31,7 @@ describe('retention per model', () => {
     expect(d.retention).toEqual({
       own: { maxRecords: null, maxBytes: null, maxAgeHours: null },
       effective: { maxRecords: 0, maxBytes: 0, maxAgeHours: 0 },
+      note: expect.stringContaining('sealed segments'),
     });
     expect(d.usage).toMatchObject({ records: 6000, oldestCreateAt: expect.stringMatching(/Z$/) });
     expect(d.usage.bytes).toBeGreaterThan(6000 * 20);

@@ -14,6 +14,16 @@ import { InvalidArgumentError } from '../../errors.js';
 import { jsonBody } from '../core/body.js';
 import type { Guard, Router } from '../core/router.js';
 
+/**
+ * When the limits act (contract 14), for whoever reads them as "at most this much stays": retention
+ * removes whole sealed segments (src/store/retention/retention.ts), so a limit lower than one segment
+ * shows nothing until the first seal.
+ */
+const RETENTION_NOTE =
+  'Limits remove whole sealed segments, oldest first, never the segment being written. A segment is sealed ' +
+  'at [store] segment_bytes (default 32 MiB) or segment_age_hours after its first record (default 24): until ' +
+  'then a limit lower than one segment removes nothing, and up to one segment more than a limit stays.';
+
 export function addSchemaRoutes(router: Router, registry: RegistryView, admin: Guard, audit: Audit): void {
   router.group({ prefix: '/api/v1/schema', guard: admin }, (g) => {
     g.post('/create', async (ctx) => {
@@ -40,7 +50,11 @@ export function addSchemaRoutes(router: Router, registry: RegistryView, admin: G
       const recovery = log?.findings();
       return {
         ...modelView(model),
-        retention: { own: model.retention ?? { maxRecords: null, maxBytes: null, maxAgeHours: null }, effective: retentionView(registry.retentionOf(model)) },
+        retention: {
+          own: model.retention ?? { maxRecords: null, maxBytes: null, maxAgeHours: null },
+          effective: retentionView(registry.retentionOf(model)),
+          note: RETENTION_NOTE,
+        },
         ...(log === undefined ? {} : { usage: usageView(log.stats()) }),
         disk: registry.diskSpace() ?? null,
         ...(recovery === undefined ? {} : { recovery: recoveryView(recovery) }),
