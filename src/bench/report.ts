@@ -107,12 +107,12 @@ export function markdown(r: Report): string {
     ...rows,
     '',
     `The service ran as \`node --max-semi-space-size=1 dist/cli.js serve\` with the default settings but a temporary data directory, ` +
-      `loopback on a free port, ${w.segmentBytes} B segments and ${w.retentionBytes} B retention a model. ` +
+      `loopback on a free port, ${Number(w.segmentBytes) / 2 ** 20} MiB segments and ${Number(w.retentionBytes) / 2 ** 20} MiB retention a model. ` +
       `Pushes: ${w.pushConnections} keep-alive connections, each sending ${w.linesPerPush} NDJSON payloads of RHILEX's sample rule per push ` +
       `as soon as the last one was answered, ${w.pushSeconds} s without reads (records/s, CPU per record: the service's user + system time ` +
       `of all threads from /proc over the records stored), then ${w.readSeconds} s with queryLastData one call after another. ` +
       `RSS is VmRSS of the service: idle ${w.idleSeconds} s after start, under load the highest of samples every 250 ms while pushing. ` +
-      `Pages of 1000 (newest first) and the day's aggregation (864,000 records imported with past timestamps, fn=min,max,avg of 5 attributes) ` +
+      `Pages of 1000 (newest first) and the day's aggregation (yesterday at 10 records/s, 864,000 records restored with their timestamps, fn=min,max,avg of 5 attributes, after one call that summarises them) ` +
       `are read one after another without writes. fdatasync: ${w.fdatasyncs} writes of 100 B into a 4 KiB file in the data directory, each ` +
       `followed by a timed fdatasync. sync = always: a new service, ${w.alwaysConnections} connections pushing one payload at a time for ` +
       `${w.alwaysSeconds} s; records per fdatasync from its /metrics. Latencies are of the whole HTTP exchange on loopback, measured by the ` +
