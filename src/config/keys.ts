@@ -99,7 +99,7 @@ export const CONFIG_KEYS: readonly KeySpec[] = [
     section: 'plugin.http_server', key: 'transport',
     target: ['http', 'transport'], kind: 'enum', values: HTTP_TRANSPORTS, default: 'auto',
     help: 'HTTP server library. auto: uWebSockets.js, or node:http when no uWS binary loads on this platform\n'
-      + '(musl, Node 24+; the start-up log says why). uws: uWebSockets.js or no start. node: node:http only\n'
+      + '(musl, Node 23 and later; the start-up log says why). uws: uWebSockets.js or no start. node: node:http only\n'
       + '(WebSocket live reads need uws; SSE works on both). See docs/deploy.md.',
   },
   {

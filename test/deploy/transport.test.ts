@@ -4,7 +4,7 @@
  * on node:http and says why in one start-up line, and `uws` stops the start with one line. `node` never
  * loads uWS. The copies of the install live in temp directories; the shared node_modules is not touched.
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -144,4 +144,18 @@ describe('transport where uWS loads', () => {
       await node.stop();
     }
   }, 30_000);
+});
+
+describe('where auto falls back, as the defaults file and docs/configuration.md say', () => {
+  it('names the Node versions after the newest one uws-pack ships binaries for', async () => {
+    // uws-pack's loader names the Node majors it has binaries for ("… versions 18, 20, 21 and 22 on …").
+    const loader = await readFile(join(ROOT, 'node_modules', 'uWebSockets.js', 'dist', 'uws.mjs'), 'utf8');
+    const versions = /supports only Node\.js versions ([\d, and]+) on/.exec(loader)?.[1].match(/\d+/g)?.map(Number) ?? [];
+    expect(versions.length).toBeGreaterThan(0);
+    const unsupported = `Node ${Math.max(...versions) + 1} and later`;
+    const defaults = spawnSync(process.execPath, [join(ROOT, 'dist', 'cli.js'), 'config', '--print-defaults'], { encoding: 'utf8' });
+    expect(defaults.status).toBe(0);
+    expect(defaults.stdout.replace(/\n; /g, ' ')).toContain(`(musl, ${unsupported};`);
+    expect(await readFile(join(ROOT, 'docs', 'configuration.md'), 'utf8')).toContain(`musl such as Alpine or OpenWrt, ${unsupported},`);
+  });
 });
