@@ -1,7 +1,8 @@
 /**
  * UI details of issue 34, in a real Chromium at 1280 px against the real service: every page shows times
  * as the Data page does ('YYYY-MM-DD HH:MM:SS' in the zone in use, js/core/time.js), the Latest record
- * panel shows each value whole, and the sign-in form renders no input without a label.
+ * panel shows each value whole, the Storage tab says when a retention limit takes effect, and the
+ * sign-in form renders no input without a label.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, setup, shot, signIn, type Env } from './harness.js';
@@ -39,7 +40,7 @@ afterAll(async () => {
 });
 
 describe('UI details', () => {
-  it('shows times in one format: Inputs & rules, the rule stats and the Storage tab as the Data page', async () => {
+  it('shows times in one format: Inputs & rules, the rule stats and the Storage tab as the Data page; the retention note', async () => {
     const { page, base } = env;
     await signIn(page, base);
     await page.goto(`${base}/#/models/${uuid}/data`);
@@ -50,6 +51,9 @@ describe('UI details', () => {
     await page.goto(`${base}/#/models/${uuid}/storage`);
     const oldest = page.locator('.usage dt', { hasText: 'Oldest record' }).locator('xpath=following-sibling::dd[1]');
     await expect.poll(() => oldest.textContent()).toBe(createAt);
+    // Retention: when a limit takes effect, as the service says it (not "at most this much stays").
+    const { retention } = await api<{ retention: { note: string } }>(base, 'GET', `schema/detail?uuid=${uuid}`);
+    expect(await page.locator('.retention-form > p.hint').textContent()).toBe(retention.note);
 
     await page.goto(`${base}/#/rules`);
     const payload = page.locator('.health span', { hasText: 'Last payload' }).first();

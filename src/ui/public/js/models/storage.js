@@ -79,7 +79,7 @@ export async function renderStorageTab(body, m) {
   const save = h('button', { type: 'submit', class: 'primary', text: 'Save retention' });
   const form = h('form', { class: 'panel retention-form', 'aria-labelledby': 'retention-title', novalidate: true },
     h('h2', { id: 'retention-title', text: 'Retention' }),
-    h('p', { class: 'hint', text: 'The oldest data is removed in whole segments while a limit is exceeded. The segment being written ([store] segment_bytes, 32 MiB by default) is never removed: a limit takes effect when a segment seals, not at once, and until then more than the limit stays.' }),
+    h('p', { class: 'hint', text: d.retention.note }),
     ...fields.map(({ f }) => f.wrap), h('div', { class: 'actions' }, save), status.el);
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
