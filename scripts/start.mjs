@@ -23,8 +23,8 @@ import { fileURLToPath } from 'node:url';
 const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 /**
- * V8 flags of the service: a young generation of about 3 MB (and every worker's) keeps RSS near 100 MB at
- * 10,000 records/s instead of about 150 MB (docs/performance.md, Memory).
+ * V8 flags of the service: a young generation of about 3 MB (and every worker's) keeps RSS near 100 MiB at
+ * 10,000 records/s instead of about 150 MiB (docs/performance.md, Memory).
  */
 const NODE_FLAGS = ['--max-semi-space-size=1'];
 
