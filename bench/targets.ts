@@ -31,13 +31,17 @@ export interface Target {
   dir?: string;
 }
 
-/** The node flags of `npm run serve`, so the figures are those of the documented command. */
+/**
+ * The node flags of `npm run serve`, so the figures are those of the documented command: the script runs
+ * scripts/start.mjs, which starts the service with its NODE_FLAGS.
+ */
 export function serveNodeFlags(): string[] {
   const pkg = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
-  const words = pkg.scripts.serve.trim().split(/\s+/);
-  const cli = words.indexOf('dist/cli.js');
-  if (words[0] !== 'node' || cli < 0) throw new Error(`package.json scripts.serve is not "node [flags] dist/cli.js serve": ${pkg.scripts.serve}`);
-  return words.slice(1, cli);
+  if (!pkg.scripts.serve.includes('scripts/start.mjs')) throw new Error(`package.json scripts.serve does not run scripts/start.mjs: ${pkg.scripts.serve}`);
+  const start = readFileSync(join(repoRoot, 'scripts', 'start.mjs'), 'utf8');
+  const flags = /^const NODE_FLAGS = (\[[^\]]*\]);$/m.exec(start);
+  if (flags === null) throw new Error('scripts/start.mjs has no line "const NODE_FLAGS = [...];"');
+  return JSON.parse(flags[1].replaceAll("'", '"')) as string[];
 }
 
 /**
