@@ -4,6 +4,14 @@
  * lose one message and store the next, so the resume point is the contiguous watermark, never "the newest
  * acknowledged". A failed batch stays in its place to be sent again byte for byte, so the hub's dedup
  * window drops those it already had.
+ *
+ * A duplicate acknowledgement at stream sequence 0 is a failure, not an acknowledgement: a clustered
+ * nats-server stages a message id in its dedup window with sequence 0 when the leader proposes the message
+ * and fills in the sequence once the message is stored. If the proposal is lost (quorum lost, leader
+ * change) the staged id stays, and nats-server before 2.10 answers a resend with `duplicate: true, seq: 0`
+ * for a message that is not in the stream (newer servers answer an error). Taking that as acknowledged
+ * moved the cursor past a batch the hub never stored (issue 34); instead the batch is sent again after the
+ * back-off, until the hub stores it or names its sequence.
  */
 import type { InflightBudget } from './budget.js';
 import type { Message } from './message.js';
@@ -89,6 +97,12 @@ export class AckWindow {
     this.o.link.publish(batch.message).then(
       (ack) => {
         if (batch.dropped) return;
+        if (ack.duplicate && ack.seq === 0) {
+          batch.state = 'failed';
+          this.failing = true;
+          this.o.onFailure(new Error(`the hub answered duplicate at stream sequence 0 for ${batch.message.msgId}: it holds the id, not the message; sent again`));
+          return;
+        }
         batch.state = 'acked';
         if (ack.duplicate) this.counts.duplicateAcks++;
         this.lastAckMs = Date.now();

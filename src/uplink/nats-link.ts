@@ -30,8 +30,17 @@ export interface LinkOptions {
 /** What a shipper needs of the link: tests can put a slow or failing one in its place. */
 export interface Publisher {
   readonly connected: boolean;
-  /** Resolves once the hub stored the message (`duplicate`: it had it already), rejects otherwise. */
-  publish(m: Message): Promise<{ duplicate: boolean }>;
+  /**
+   * Resolves once the hub stored the message (`duplicate`: it had it already), rejects otherwise. `seq`: the
+   * stream sequence the hub names (undefined: the publisher does not know it); a duplicate at sequence 0 is
+   * not a stored message (see ack-window.ts).
+   */
+  publish(m: Message): Promise<PublishAck>;
+}
+
+export interface PublishAck {
+  duplicate: boolean;
+  seq?: number;
 }
 
 export class NatsLink implements Publisher {
@@ -73,13 +82,13 @@ export class NatsLink implements Publisher {
     );
   }
 
-  async publish(m: Message): Promise<{ duplicate: boolean }> {
+  async publish(m: Message): Promise<PublishAck> {
     const js = this.js;
     if (js === undefined || this.closed) throw new Error('not connected to the hub');
     const h = headers();
     for (const [k, v] of Object.entries(m.headers)) h.set(k, v);
     const ack = await js.publish(m.subject, m.body, { msgID: m.msgId, headers: h, timeout: PUBLISH_TIMEOUT_MS });
-    return { duplicate: ack.duplicate };
+    return { duplicate: ack.duplicate, seq: ack.seq };
   }
 
   async close(): Promise<void> {
