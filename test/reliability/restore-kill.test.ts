@@ -155,7 +155,7 @@ describe('kill -9 during restore and import', () => {
     }
     expect(outcomes).toContain('old');
     expect(outcomes).toContain('new');
-  }, 180_000);
+  }, 600_000);
 
   it('a restore of a new model leaves no model or the whole model', async () => {
     const big = backupFile('big.jsonl', RECORDS, 2);
@@ -178,7 +178,7 @@ describe('kill -9 during restore and import', () => {
     }
     expect(outcomes).toContain('none');
     expect(outcomes).toContain('new');
-  }, 180_000);
+  }, 600_000);
 
   it('an import leaves the model as it was or with every row', async () => {
     const small = backupFile('small.jsonl', 1_000, 1);
@@ -209,7 +209,7 @@ describe('kill -9 during restore and import', () => {
     }
     expect(outcomes).toContain('nothing');
     expect(outcomes).toContain('all');
-  }, 180_000);
+  }, 600_000);
 
   it('a crash after the commit point is finished by the next open, at every step of the swap', async () => {
     for (const step of ['committed', 'swapped'] as const) {

@@ -3,7 +3,9 @@
  * model registry on the gateway side, the real client, real nats-server processes killed, stopped and
  * restarted by PID. Every case ends with the consumer's upsert by (gateway, model, generation, id)
  * compared with the gateway's own log: 0 records lost, 0 duplicates, the newest value of every id.
- * UPLINK_LONG=1 runs the longer variants (more records, longer outages).
+ * `npm test` runs the steady state, clear, update-last and close cases; `npm run test:long` the hub leader
+ * killed, the quorum lost and the long outage (test/support/suite.ts). UPLINK_LONG=1 runs the longer
+ * variants (more records, longer outages).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -14,7 +16,13 @@ import { storeOptions } from '../../src/store/base/constants.js';
 import { ModelRegistry } from '../../src/models/registry.js';
 import type { ModelLog } from '../../src/store/log/model-log.js';
 import { Uplink } from '../../src/uplink/uplink.js';
+import { LONG_SUITE } from '../support/suite.js';
 import { SKIP_REASON, useHubCluster, upsert } from './nats-cluster.js';
+
+/** A case of `npm test`, skipped by `npm run test:long`. */
+const shortCase = it.skipIf(LONG_SUITE);
+/** A case of `npm run test:long` (hub nodes killed, hung or down), skipped by `npm test`. */
+const longCase = it.runIf(LONG_SUITE);
 
 const LONG = process.env.UPLINK_LONG === '1';
 const N = LONG ? 200_000 : 20_000;
@@ -118,7 +126,7 @@ async function expectHubHolds(g: Gateway, gatewayId: string, uuid: string, log: 
 }
 
 describe.skipIf(SKIP_REASON !== undefined)('uplink to a 3-node JetStream cluster', () => {
-  it('steady state: every record once, in id order per model, nothing duplicated in the stream', async () => {
+  shortCase('steady state: every record once, in id order per model, nothing duplicated in the stream', async () => {
     const g = await gateway('steady');
     const a = await g.model('steady-a');
     const b = await g.model('steady-b');
@@ -138,7 +146,7 @@ describe.skipIf(SKIP_REASON !== undefined)('uplink to a 3-node JetStream cluster
     await g.close();
   }, 600_000);
 
-  it('hub leader killed while shipping: resumes on the new leader, 0 lost, 0 duplicates after upsert', async () => {
+  longCase('hub leader killed while shipping: resumes on the new leader, 0 lost, 0 duplicates after upsert', async () => {
     const g = await gateway('leader');
     const a = await g.model('leader-a');
     const writing = write(a.log, 0, N, 4000);
@@ -152,7 +160,7 @@ describe.skipIf(SKIP_REASON !== undefined)('uplink to a 3-node JetStream cluster
     await g.close();
   }, 600_000);
 
-  it('quorum lost (two of three nodes hung) and regained: catches up, 0 lost, 0 duplicates after upsert', async () => {
+  longCase('quorum lost (two of three nodes hung) and regained: catches up, 0 lost, 0 duplicates after upsert', async () => {
     const g = await gateway('quorum');
     const a = await g.model('quorum-a');
     const writing = write(a.log, 0, N, 4000);
@@ -169,7 +177,7 @@ describe.skipIf(SKIP_REASON !== undefined)('uplink to a 3-node JetStream cluster
     await g.close();
   }, 900_000);
 
-  it('long outage (every hub node down): the log is the buffer, then catch-up; retention kept every unshipped record', async () => {
+  longCase('long outage (every hub node down): the log is the buffer, then catch-up; retention kept every unshipped record', async () => {
     const g = await gateway('outage', { segmentBytesMax: 64 * 1024 });
     const a = await g.model('outage-a');
     await g.registry.setRetention(a.uuid, { maxRecords: 1000, maxBytes: 0, maxAgeHours: 0 });
@@ -196,7 +204,7 @@ describe.skipIf(SKIP_REASON !== undefined)('uplink to a 3-node JetStream cluster
     await g.close();
   }, 900_000);
 
-  it('clear: the new generation starts at id 1 and both generations reach the hub complete', async () => {
+  shortCase('clear: the new generation starts at id 1 and both generations reach the hub complete', async () => {
     const g = await gateway('clear');
     const a = await g.model('clear-a');
     await write(a.log, 0, 3000, 20_000);
@@ -212,7 +220,7 @@ describe.skipIf(SKIP_REASON !== undefined)('uplink to a 3-node JetStream cluster
     await g.close();
   }, 600_000);
 
-  it('update-last: the hub ends with the newest value of every id, also when it changed after it was shipped', async () => {
+  shortCase('update-last: the hub ends with the newest value of every id, also when it changed after it was shipped', async () => {
     const g = await gateway('update');
     const a = await g.model('update-a');
     for (let i = 0; i < 300; i++) {
@@ -232,7 +240,7 @@ describe.skipIf(SKIP_REASON !== undefined)('uplink to a 3-node JetStream cluster
     await g.close();
   }, 600_000);
 
-  it('closing while the hub is down waits its grace for acks in flight without blocking the event loop', async () => {
+  shortCase('closing while the hub is down waits its grace for acks in flight without blocking the event loop', async () => {
     const g = await gateway('grace');
     const a = await g.model('grace-a');
     await write(a.log, 0, 500, 10_000);
