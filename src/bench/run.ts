@@ -25,6 +25,7 @@ const ALWAYS_CONNECTIONS = 32;
 const FDATASYNCS = 300;
 const RSS_SAMPLE_MS = 250;
 const MIB = 1_048_576;
+const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 
 const sleep = (s: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, s * 1000));
 
@@ -93,13 +94,12 @@ export async function runBench(options: BenchOptions): Promise<Report> {
   const p = plan(options.seconds);
   const root = await mkdtemp(join(options.dir, 'edge-datacenter-bench-'));
   const session = new Session(root);
-  // Ctrl-C: the service (which the terminal signals too) stops, and the temporary data goes with it.
+  // Ctrl-C, a stop or a closed terminal: the service stops, and the temporary data goes with it.
   const interrupted = (): void => {
     session.interrupted = true;
     void session.stop().finally(() => rm(root, { recursive: true, force: true }).finally(() => process.exit(130)));
   };
-  process.once('SIGINT', interrupted);
-  process.once('SIGTERM', interrupted);
+  for (const signal of SIGNALS) process.once(signal, interrupted);
   const progress = new Progress(options.seconds);
   const started = performance.now();
   const loadBefore = loadavg()[0];
@@ -194,8 +194,7 @@ export async function runBench(options: BenchOptions): Promise<Report> {
     throw session.explain(err, part);
   } finally {
     progress.stop();
-    process.off('SIGINT', interrupted);
-    process.off('SIGTERM', interrupted);
+    for (const signal of SIGNALS) process.off(signal, interrupted);
     await session.stop().catch(() => undefined);
     await rm(root, { recursive: true, force: true });
   }

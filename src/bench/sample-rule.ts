@@ -1,39 +1,15 @@
 /**
- * The workload: RHILEX's sample rule (fixtures/lua/rhilex-sample.lua, which a production install does not
- * ship, hence the copy here; test/bench/sample-rule.test.ts keeps the two the same) over Modbus-shaped
- * payloads, set up through the admin API as docs/getting-started.md does by hand.
+ * The workload: RHILEX's sample rule (fixtures/lua/rhilex-sample.lua, which the release ships for
+ * docs/getting-started.md) over Modbus-shaped payloads, set up through the admin API as that guide does
+ * by hand.
  */
+import { readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { BenchError } from './bench-error.js';
 import type { Client } from './client.js';
 
-/** fixtures/lua/rhilex-sample.lua, byte for byte. */
-export const SAMPLE_RULE = `-- The rule script of RHILEX's data-center documentation, unchanged except for the model uuid,
--- which tests replace: SCHEMAZ848ZRDG.
-Actions = {
-    function(args)
-        local dataT, err = json:J2T(args);
-        if (err ~= nil) then
-            Throw(err);
-            return true, args;
-        end;
-        local schemaData = {};
-        for _, row in ipairs(dataT) do
-            schemaData[row.tag] = row.value;
-        end;
-        local err = rds:Save("SCHEMAZ848ZRDG", {
-            temp = (schemaData.t1 + schemaData.t2 + schemaData.t3) / 3,
-            resistivity = schemaData.resistivity,
-            conductivity = schemaData.conductivity,
-            dissolved_oxygen = schemaData.dissolved_oxygen,
-            ph_value = schemaData.ph_value
-        });
-        if (err ~= nil) then
-            Throw(err);
-            return 0;
-        end;
-        return true, args;
-    end
-}
-`;
+/** From dist/bench/ in an install as in a checkout. */
+const SAMPLE_FILE = fileURLToPath(new URL('../../fixtures/lua/rhilex-sample.lua', import.meta.url));
 
 /** The model uuid written in the sample, replaced by the model the bench creates. */
 const SAMPLE_MODEL = 'SCHEMAZ848ZRDG';
@@ -63,8 +39,17 @@ export interface SampleInput {
   token: string;
 }
 
+async function sampleRule(): Promise<string> {
+  try {
+    return await readFile(SAMPLE_FILE, 'utf8');
+  } catch (err) {
+    throw new BenchError(`cannot read the sample rule the bench runs, ${SAMPLE_FILE}: ${(err as Error).message}`);
+  }
+}
+
 /** A model, an HTTP input and the sample rule storing what the input receives into the model. */
 export async function setUpSampleRule(client: Client): Promise<SampleInput> {
+  const rule = await sampleRule();
   const model = await createSampleModel(client, 'bench water');
   const created = await client.admin('POST', '/api/v1/inends/create', { name: 'bench plc', type: 'HTTP', description: '', config: {} });
   const inend = created.uuid as string;
@@ -72,7 +57,7 @@ export async function setUpSampleRule(client: Client): Promise<SampleInput> {
     name: 'bench sample',
     description: 'RHILEX sample',
     fromSource: [inend],
-    actions: SAMPLE_RULE.replaceAll(SAMPLE_MODEL, model),
+    actions: rule.replaceAll(SAMPLE_MODEL, model),
     success: '',
     failed: '',
   });

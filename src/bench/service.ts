@@ -11,6 +11,8 @@ import { BenchError } from './bench-error.js';
 import { BENCH_ADMIN, BENCH_SECRET } from './client.js';
 
 const CLI = fileURLToPath(new URL('../cli.js', import.meta.url));
+/** The V8 flags of scripts/start.mjs (npm run serve) and of docs/deploy.md's unit (test/bench/bench.test.ts checks). */
+export const SERVICE_NODE_FLAGS = ['--max-semi-space-size=1'];
 /** /proc reports CPU time in USER_HZ ticks, 100 a second on every architecture a gateway runs (ARM, arm64, x86). */
 const MS_PER_TICK = 10;
 const MIB = 1_048_576;
@@ -82,7 +84,9 @@ export class ServiceProcess {
     }
     const ini = join(dir, `bench-${sync}.ini`);
     await writeFile(ini, benchIni(dataDir, sync));
-    const child = spawn(process.execPath, ['--max-semi-space-size=1', CLI, 'serve', '--config', ini], { stdio: ['ignore', 'pipe', 'pipe'], env: childEnv() });
+    // A process group of its own: a Ctrl-C in the terminal reaches the bench only, which stops the service
+    // with one SIGTERM (a second signal would make it exit without its clean shutdown).
+    const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, CLI, 'serve', '--config', ini], { stdio: ['ignore', 'pipe', 'pipe'], env: childEnv(), detached: true });
     const tail: string[] = [];
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
     const listening = new Promise<{ port: number; transport: string }>((resolve, reject) => {

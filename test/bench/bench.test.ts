@@ -1,7 +1,7 @@
 /**
- * `edge-datacenter bench` without running a bench: its copy of the sample rule is the fixture, bad flags
- * exit 2 naming the flag and the rule before anything runs, report files are not overwritten, and
- * --compare of two reports prints a ratio per figure. The run itself, from a production install, is
+ * `edge-datacenter bench` without running a bench: its service runs with the V8 flags of `npm run serve`
+ * and the systemd unit, bad flags exit 2 naming the flag and the rule before anything runs, report files
+ * are not overwritten, and --compare of two reports prints a ratio per figure. The run itself, from a production install, is
  * test/deploy/bench-install.test.ts.
  */
 import { spawnSync } from 'node:child_process';
@@ -12,10 +12,10 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { plan } from '../../src/bench/options.js';
 import { FIGURES, REPORT_FORMAT, reportBase, type FigureKey, type Report } from '../../src/bench/report.js';
-import { SAMPLE_RULE } from '../../src/bench/sample-rule.js';
+import { SERVICE_NODE_FLAGS } from '../../src/bench/service.js';
 
 const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
-const FIXTURE = fileURLToPath(new URL('../../fixtures/lua/rhilex-sample.lua', import.meta.url));
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 let dir: string | undefined;
 afterEach(async () => {
@@ -42,8 +42,10 @@ function report(scale: number): Report {
 }
 
 describe('bench', () => {
-  it('runs the RHILEX sample rule as fixtures/lua/rhilex-sample.lua has it (a production install has no fixtures/)', async () => {
-    expect(SAMPLE_RULE).toBe(await readFile(FIXTURE, 'utf8'));
+  it('starts its service with the V8 flags of scripts/start.mjs and of the systemd unit in docs/deploy.md', async () => {
+    const start = /^const NODE_FLAGS = \[([^\]]*)\];$/m.exec(await readFile(join(ROOT, 'scripts', 'start.mjs'), 'utf8'));
+    expect(start?.[1].split(',').map((f) => f.trim().replace(/^'|'$/g, ''))).toEqual(SERVICE_NODE_FLAGS);
+    expect(await readFile(join(ROOT, 'docs', 'deploy.md'), 'utf8')).toContain(`ExecStart=/usr/bin/node ${SERVICE_NODE_FLAGS.join(' ')} /opt/edge-datacenter/current/dist/cli.js serve`);
   });
 
   it('refuses bad flags with exit 2, naming the flag and the rule, before running', () => {

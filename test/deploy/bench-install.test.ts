@@ -58,11 +58,12 @@ function markdownValues(md: string): Map<string, string> {
 }
 
 describe('bench from a production install', () => {
-  it('is an install without devDependencies, bench/ or test/', async () => {
+  it('is an install without devDependencies, bench/ or test/, with the sample rule the bench runs', async () => {
     const modules = await readdir(join(pkg, 'node_modules'));
     for (const dev of ['typescript', 'vitest', 'tinybench', 'fast-check', 'better-sqlite3']) expect(modules).not.toContain(dev);
     const top = await readdir(pkg);
-    for (const absent of ['bench', 'test', 'fixtures']) expect(top).not.toContain(absent);
+    for (const absent of ['bench', 'test']) expect(top).not.toContain(absent);
+    expect(existsSync(join(pkg, 'fixtures', 'lua', 'rhilex-sample.lua'))).toBe(true);
     expect(await readdir(join(pkg, 'src')), 'only the UI files of src/').toEqual(['ui']);
     expect(existsSync(join(pkg, 'dist', 'bench', 'command.js'))).toBe(true);
   });
