@@ -222,6 +222,19 @@ export class UsageError extends Error {
 }
 
 /**
+ * A bench run that could not finish (the service did not start or exited, a call it made failed, no room
+ * on the disk): `edge-datacenter bench` prints the message and exits 1, without a stack.
+ */
+export class BenchError extends Error {
+  readonly code = 'ERR_BENCH';
+
+  constructor(message: string) {
+    super(message);
+    this.name = 'BenchError';
+  }
+}
+
+/**
  * A script worker was ended while it ran a task: the hard time limit, or a crash of the worker. The
  * dispatcher reruns the batch one (payload, rule) pair at a time and reports the pair that failed as a
  * rule error; reaching the HTTP layer (a compile on a lost worker) it is a 500 like any bug.

@@ -5,7 +5,7 @@
  */
 import { Agent, type IncomingMessage, request } from 'node:http';
 import { Readable } from 'node:stream';
-import { BenchError } from './bench-error.js';
+import { BenchError } from '../errors.js';
 
 export interface Answer {
   status: number;

@@ -4,7 +4,7 @@
  * loads this module only for this command: `serve` never does.
  */
 import { relative } from 'node:path';
-import { BenchError } from './bench-error.js';
+import { BenchError } from '../errors.js';
 import { comparison, readReport } from './compare.js';
 import { benchOptions, type BenchFlags } from './options.js';
 import { markdown, reportBase, writeReport } from './report.js';

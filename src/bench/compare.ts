@@ -3,7 +3,7 @@
  * gateways (or a gateway and the machine of docs/performance.md) are told apart at a glance.
  */
 import { readFile } from 'node:fs/promises';
-import { BenchError } from './bench-error.js';
+import { BenchError } from '../errors.js';
 import { deviceLine, FIGURES, formatValue, REPORT_FORMAT, type FigureKey, type Report } from './report.js';
 
 /** A report file written by `edge-datacenter bench`, or an error naming the file and what is wrong. */

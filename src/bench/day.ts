@@ -4,7 +4,7 @@
  * staging log swapped in whole; a quarter of an import's CPU a record, which checks each value as a
  * rule's write), then queryAggregate reads it into 1000 buckets.
  */
-import { BenchError } from './bench-error.js';
+import { BenchError } from '../errors.js';
 import type { Client } from './client.js';
 import { readLatencies } from './load.js';
 import { createSampleModel } from './sample-rule.js';

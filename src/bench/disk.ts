@@ -6,7 +6,7 @@
 import { closeSync, fdatasyncSync, openSync, unlinkSync, writeSync } from 'node:fs';
 import { statfs } from 'node:fs/promises';
 import { join } from 'node:path';
-import { BenchError } from './bench-error.js';
+import { BenchError } from '../errors.js';
 
 const MIB = 1_048_576;
 /**

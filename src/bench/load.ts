@@ -3,7 +3,7 @@
  * its next push as soon as the last one is answered (the service's rate, not a chosen one), and reads
  * one at a time whose latencies are kept.
  */
-import { BenchError } from './bench-error.js';
+import { BenchError } from '../errors.js';
 import type { Client } from './client.js';
 import { samplePayload, type SampleInput } from './sample-rule.js';
 

@@ -6,7 +6,7 @@
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
-import { BenchError } from './bench-error.js';
+import { BenchError } from '../errors.js';
 import { Client } from './client.js';
 import { aggregateDay, DAY_RECORDS } from './day.js';
 import { checkRoom, fdatasyncLatencies, filesystemOf } from './disk.js';

@@ -5,7 +5,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { BenchError } from './bench-error.js';
+import { BenchError } from '../errors.js';
 import type { Client } from './client.js';
 
 /** From dist/bench/ in an install as in a checkout. */

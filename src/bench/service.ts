@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { BenchError } from './bench-error.js';
+import { BenchError } from '../errors.js';
 import { BENCH_ADMIN, BENCH_SECRET } from './client.js';
 
 const CLI = fileURLToPath(new URL('../cli.js', import.meta.url));
