@@ -5,8 +5,14 @@ import { defineConfig } from 'vitest/config';
  * 6 minutes on an idle 2-core machine. Every test runs in one of the two suites.
  */
 
-/** Whole files only test:long runs: kill -9 rounds, storms, the 3-node uplink cluster with kills and outages. */
+/**
+ * Whole files only test:long runs: kill -9 rounds, storms, the 3-node uplink cluster with kills and
+ * outages, and the files that take over ~20 s on an idle 2-core machine (1,100 attribute changes, each a
+ * models.json write and fsync, twice; a quick benchmark of an install).
+ */
 export const LONG_FILES = [
+  'test/deploy/bench-install.test.ts',
+  'test/models/attribute-churn.test.ts',
   'test/reliability/restore-kill.test.ts',
   'test/reliability/service-crash.test.ts',
   'test/reliability/storm.test.ts',
