@@ -1,8 +1,18 @@
 /**
  * One process per store directory. Two processes appending to the same segment files interleave frames
  * and reuse ids without an error, so the store takes `<rootDir>/.lock` for its lifetime: the file names
- * the holder's pid and the start time the kernel gives that process (so a recycled pid is not mistaken
- * for the holder). A lock whose holder is gone (kill -9, power loss) is taken over.
+ * the holder's pid and the start time the kernel gives that process, and the holder keeps the file open
+ * until it releases it. A lock whose holder is gone (kill -9, power loss) is taken over.
+ *
+ * A holder is alive when its pid exists and either it has the lock file open (one of /proc/<pid>/fd is
+ * that inode, which a recycled pid never has) or its start time is the one in the file (a recycled pid's
+ * differs). The open file is what holds under qemu user emulation, where a process reading its own
+ * /proc/<pid>/stat gets qemu's answer (a start time qemu makes up) while other processes read the
+ * kernel's: on start times alone, a second service there took over the lock of a live one. Node has no
+ * flock(), so the open file is looked up rather than locked. The start time still decides where the
+ * holder's fds cannot be listed (another user's process: EACCES; no /proc) and for lock files of versions
+ * that kept no file open. It is read from /proc/<pid>/task/<pid>/stat (the main thread's entry: the same
+ * field), which qemu passes through from the kernel, so it agrees under emulation too.
  *
  * Creation is atomic (a temp file hard-linked to the lock name: fails when it exists). A takeover of a
  * stale lock renames over it and reads it back; two processes taking over the same stale lock in the
@@ -15,7 +25,7 @@ const LOCK_FILE = '.lock';
 
 interface Holder {
   pid: number;
-  /** Field 22 of /proc/<pid>/stat (start time in clock ticks since boot); '' where /proc is absent. */
+  /** Field 22 of /proc/<pid>/task/<pid>/stat (start time in clock ticks since boot); '' where /proc is absent. */
   start: string;
 }
 
@@ -25,6 +35,8 @@ export class DirLock {
   private constructor(
     private readonly file: string,
     private readonly me: string,
+    /** The lock file, open while the lock is held: what shows other processes that this holder is alive. */
+    private readonly fd: number,
   ) {}
 
   /** Takes the lock or throws StateError naming the directory and the holder. */
@@ -33,20 +45,28 @@ export class DirLock {
     const me = JSON.stringify({ pid: process.pid, start: startTime(process.pid) } satisfies Holder);
     const tmp = `${file}.${process.pid}.tmp`;
     fs.writeFileSync(tmp, me);
+    // Opened before it becomes the lock file, so the lock is never visible without its open file.
+    const fd = fs.openSync(tmp, 'r');
+    let held = false;
     try {
-      if (tryLink(tmp, file)) return new DirLock(file, me);
+      if (tryLink(tmp, file)) {
+        held = true;
+        return new DirLock(file, me, fd);
+      }
       const holder = readHolder(file);
-      if (holder !== undefined && alive(holder)) throw lockedError(dir, holder);
+      if (holder !== undefined && alive(holder, file)) throw lockedError(dir, holder);
       fs.renameSync(tmp, file);
       const now = readHolder(file);
       if (now === undefined || JSON.stringify(now) !== me) throw lockedError(dir, now);
-      return new DirLock(file, me);
+      held = true;
+      return new DirLock(file, me, fd);
     } finally {
+      if (!held) fs.closeSync(fd);
       fs.rmSync(tmp, { force: true });
     }
   }
 
-  /** Removes the lock file if it is still ours. */
+  /** Removes the lock file if it is still ours, and closes it. */
   release(): void {
     if (this.released) return;
     this.released = true;
@@ -55,6 +75,7 @@ export class DirLock {
     } catch {
       // already gone
     }
+    fs.closeSync(this.fd);
   }
 }
 
@@ -77,18 +98,44 @@ function readHolder(file: string): Holder | undefined {
   }
 }
 
-function alive(h: Holder): boolean {
+function alive(h: Holder, file: string): boolean {
   try {
     process.kill(h.pid, 0);
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'EPERM') return false;
   }
+  if (hasOpen(h.pid, file)) return true;
   return h.start === '' || startTime(h.pid) === h.start;
+}
+
+/**
+ * Whether process `pid` has `file` open. False where its fds cannot be listed (no /proc, another user's
+ * process), which leaves the decision to the start time.
+ */
+function hasOpen(pid: number, file: string): boolean {
+  let target: fs.Stats;
+  let fds: string[];
+  try {
+    target = fs.statSync(file);
+    fds = fs.readdirSync(`/proc/${pid}/fd`);
+  } catch {
+    return false;
+  }
+  return fds.some((fd) => {
+    try {
+      const s = fs.statSync(`/proc/${pid}/fd/${fd}`);
+      return s.ino === target.ino && s.dev === target.dev;
+    } catch {
+      return false; // closed meanwhile
+    }
+  });
 }
 
 function startTime(pid: number): string {
   try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // task/<pid>/stat rather than <pid>/stat: qemu-user answers a process's own /proc/<pid>/stat itself,
+    // with a start time of its own; the task entry it passes through as the kernel writes it.
+    const stat = fs.readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8');
     // The command name (field 2) may hold spaces and parentheses: count fields after the last ')'.
     return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? '';
   } catch {
