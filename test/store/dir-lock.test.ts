@@ -83,7 +83,7 @@ describe('DirLock across processes', () => {
     const written = JSON.parse(fs.readFileSync(file, 'utf8')) as { pid: number; start: string };
     expect(written.pid).toBe(holder.pid);
     // In place (same inode, still open in the holder): the start time qemu made up for the holder's own read.
-    fs.writeFileSync(file, JSON.stringify({ pid: written.pid, start: String(Number(startTime(holder.pid)) + 5) }));
+    fs.writeFileSync(file, JSON.stringify({ pid: written.pid, start: String(Number(startTime(written.pid)) + 5) }));
     expect(() => DirLock.acquire(dir)).toThrow(`data directory ${dir} is in use by process ${holder.pid}`);
     expect(JSON.parse(fs.readFileSync(file, 'utf8')).pid).toBe(holder.pid);
   }, 60_000);
@@ -92,7 +92,8 @@ describe('DirLock across processes', () => {
     const dir = newDir();
     const holder = await holderProcess(dir);
     const written = JSON.parse(fs.readFileSync(path.join(dir, '.lock'), 'utf8')) as { pid: number; start: string };
-    expect(written.start).toBe(startTime(holder.pid));
+    expect(written.pid).toBe(holder.pid);
+    expect(written.start).toBe(startTime(written.pid));
   }, 60_000);
 
   it('a recycled pid (alive, another start time, not holding the file) is taken over', async () => {
