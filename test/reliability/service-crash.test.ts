@@ -54,7 +54,7 @@ describe('the checker', () => {
     ]);
   const good = [rec(1, 1, 1, 0), rec(2, 2, 1, 1), rec(3, 3, 2, 0), rec(4, 4, 2, 1)];
 
-  it('accepts a correct store (an unacknowledged push may be absent or present)', () => {
+  it('accepts a correct store (an unacknowledged push may be absent or present; ids reported lost are skipped)', () => {
     expect(checkStore({ records: good, total: 4 }, lastOf(good[3]), pushes()).problems).toEqual([]);
     const withUnacked = [...good, rec(5, 5, 3, 0)];
     const c = checkStore({ records: withUnacked, total: 5 }, lastOf(withUnacked[4]), pushes());
@@ -67,6 +67,9 @@ describe('the checker', () => {
     expect(checkStore({ records: lost, total: 3 }, lastOf(lost[2]), pushes()).problems.join()).toMatch(/push 2 answered 200 for 2 records, 1 stored/);
     const gap = [good[0], good[1], rec(4, 3, 2, 0), rec(5, 4, 2, 1)];
     expect(checkStore({ records: gap, total: 4 }, lastOf(gap[3]), pushes()).problems.join()).toMatch(/gap/);
+    const skipped = [good[0], good[1], rec(5, 3, 2, 0), rec(6, 4, 2, 1)];
+    expect(checkStore({ records: skipped, total: 4 }, lastOf(skipped[3]), pushes(), [{ fromId: 3, toId: 3 }]).problems.join()).toMatch(/ids 3..4 are missing and not reported lost/);
+    expect(checkStore({ records: skipped, total: 4 }, lastOf(skipped[3]), pushes(), [{ fromId: 4, toId: 4 }, { fromId: 3, toId: 3 }]).problems).toEqual([]);
     const dup = [...good, rec(5, 4, 2, 1)];
     expect(checkStore({ records: dup, total: 5 }, lastOf(dup[4]), pushes()).problems.join()).toMatch(/stored twice/);
     const swapped = [good[0], good[1], rec(3, 4, 2, 1), rec(4, 3, 2, 0)];

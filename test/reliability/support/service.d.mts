@@ -96,7 +96,13 @@ export declare function checkStore(
   read: { records: StoredRecord[]; total: number },
   last: Record<string, unknown> | undefined,
   pushes: Map<number, Push>,
+  lostRanges?: LostRange[],
 ): StoreCheck;
+export interface LostRange {
+  fromId: number;
+  toId: number;
+}
+export declare function lostRanges(base: string, model: string): Promise<LostRange[]>;
 
 export declare function prng(seed: number): () => number;
 export declare function sleep(ms: number): Promise<void>;

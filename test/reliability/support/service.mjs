@@ -258,7 +258,7 @@ export async function lastData(base, model) {
  * Checks the stored records against the pushes. `pushes`: Map pushNo -> {seqs: number[], acked: boolean}.
  * Returns a list of problems (empty = all good) and counts.
  */
-export function checkStore({ records, total }, last, pushes) {
+export function checkStore({ records, total }, last, pushes, lostRanges = []) {
   const problems = [];
   const problem = (msg) => {
     if (problems.length < 20) problems.push(msg);
@@ -267,7 +267,9 @@ export function checkStore({ records, total }, last, pushes) {
   const seen = new Map(); // seq -> id
   const byPush = new Map(); // pushNo -> [{id, index}]
   records.forEach((r, i) => {
-    if (r.id !== i + 1) problem(`record #${i + 1} has id ${r.id} (gap or disorder)`);
+    const expected = i === 0 ? 1 : records[i - 1].id + 1;
+    if (r.id < expected) problem(`record #${i + 1} has id ${r.id} after id ${expected - 1} (disorder)`);
+    else if (r.id > expected && !coveredBy(lostRanges, expected, r.id - 1)) problem(`record #${i + 1} has id ${r.id}: ids ${expected}..${r.id - 1} are missing and not reported lost (gap)`);
     if (r.temp !== r.conductivity) problem(`id ${r.id}: temp ${r.temp} != conductivity ${r.conductivity} (mixed record)`);
     const push = pushes.get(r.resistivity);
     if (!push) problem(`id ${r.id}: push ${r.resistivity} was never sent`);
@@ -309,6 +311,24 @@ export function checkStore({ records, total }, last, pushes) {
     problem(`queryLastData ${JSON.stringify(last)} != highest record ${JSON.stringify(newest)}`);
   }
   return { problems, records: records.length, ackedPushes, ackedRecords, unackedStored };
+}
+
+/** Whether the reported lost id ranges (`schema/detail`'s `recovery.lostRanges`) hold every id in from..to. */
+function coveredBy(ranges, from, to) {
+  let next = from;
+  for (const r of [...ranges].sort((a, b) => a.fromId - b.fromId)) {
+    if (r.fromId <= next && r.toId >= next) next = r.toId + 1;
+  }
+  return next > to;
+}
+
+/**
+ * The id ranges recovery reported lost (unacknowledged findings): ids a reader may have seen before a
+ * kill whose records never reached the file; they are skipped, never handed out again.
+ */
+export async function lostRanges(base, model) {
+  const detail = must(await call(base, `/api/v1/schema/detail?uuid=${model}`), 'schema/detail');
+  return detail.recovery?.lostRanges ?? [];
 }
 
 /** A tiny seeded PRNG (LCG) so a failing run can be replayed with --seed. */
