@@ -97,6 +97,40 @@ describe('LuaSandbox', () => {
     expect(host.lines).toEqual(['1 integer float nil 3 nil 3 a 0 v', 'err Expected double-quoted property name in JSON at position 7']);
   });
 
+  it('json:base64J2T decodes base64 then JSON as RHILEX does: (value) or (nil, err) for bad base64 or bad JSON', async () => {
+    const host = recordingHost();
+    const sandbox = await LuaSandbox.create({ timeoutMs: 200, memoryMb: 16 }, host);
+    const rule = sandbox.compile(
+      scripts(`Actions = { function(args)
+        local t, err = json:base64J2T(args)
+        if err then Debug('err', err) return true, args end
+        if t == nil then Debug('nil', select('#', json:base64J2T(args))) return true, args end
+        Debug(t.i and math.type(t.i), t.n, t.a and #t.a, t.s, t.u)
+        if t.o then rds:Save("M", t.o) end
+        return true, args
+      end }`),
+    );
+    if (!rule.ok) throw new Error(rule.error);
+    const b64 = (text: string | Buffer): string => Buffer.from(text).toString('base64');
+    sandbox.invoke(rule.envRef, b64('{"i":7,"n":null,"a":[1,null,3],"s":"x","u":"é","o":{"v":1.5}}'));
+    sandbox.invoke(rule.envRef, b64('null'));
+    sandbox.invoke(rule.envRef, 'e30');
+    sandbox.invoke(rule.envRef, b64('{"a":1,}'));
+    // Invalid UTF-8 in a string becomes U+FFFD, as Go's JSON decoder reads it.
+    sandbox.invoke(rule.envRef, b64(Buffer.from([0x7b, 0x22, 0x75, 0x22, 0x3a, 0x22, 0xff, 0x22, 0x7d])));
+    expect(host.lines).toEqual([
+      'integer nil 3 x é',
+      'nil 0',
+      'err illegal base64 data at input byte 0',
+      'err Expected double-quoted property name in JSON at position 7',
+      'nil nil nil nil \uFFFD',
+    ]);
+    expect(host.saved).toEqual([['M', 'v', 1.5]]);
+    const bad = sandbox.compile(scripts(`Actions = { function(args) return true, json:base64J2T({}) end }`));
+    if (!bad.ok) throw new Error(bad.error);
+    expect(sandbox.invoke(bad.envRef, 'x').message).toMatch(/bad argument #1 to 'base64J2T' \(string expected, got table\)/);
+  });
+
   it('rds takes records with string keys and scalar values on the fast path, numeric keys on the generic one, and refuses tables', async () => {
     const host = recordingHost();
     const sandbox = await LuaSandbox.create({ timeoutMs: 200, memoryMb: 16 }, host);

@@ -9,6 +9,7 @@
  * every odd case keeps its former result.
  */
 import type { LuaWasm } from 'wasmoon';
+import { decodeGoBase64 } from './go-base64.js';
 import { LUA_REGISTRYINDEX, LUA_TBOOLEAN, LUA_TNUMBER, LUA_TSTRING, LUA_TTABLE, readCString, type RawLua, type WasmStrings } from './lua-raw.js';
 
 /**
@@ -20,6 +21,8 @@ const CACHED_STRINGS_MAX = 1024;
 
 /** The worker-side hooks `rds:*` call (the same as LibHost.store). */
 export type StoreRecord = (kind: 'save' | 'update', uuid: unknown, record: Record<string, unknown>) => string | undefined;
+
+const utf8Decoder = new TextDecoder();
 
 /** JSON `null` has no Lua value (RHILEX drops the key). */
 function dropNulls(_key: string, value: unknown): unknown {
@@ -37,6 +40,7 @@ export class LuaBridge {
   private payloadLength = 0;
   private payloadText = '';
   readonly j2tPointer: number;
+  readonly base64J2tPointer: number;
   readonly savePointer: number;
   readonly updatePointer: number;
   private readonly cachedStrings = new Map<string, bigint>();
@@ -59,6 +63,7 @@ export class LuaBridge {
         }
       }, 'ii');
     this.j2tPointer = cfunction((L) => this.j2t(L));
+    this.base64J2tPointer = cfunction((L) => this.base64J2t(L));
     this.savePointer = cfunction((L) => this.record(L, 'save'));
     this.updatePointer = cfunction((L) => this.record(L, 'update'));
   }
@@ -93,6 +98,28 @@ export class LuaBridge {
       pointer !== 0 && pointer === this.payloadPointer && length === this.payloadLength
         ? this.payloadText
         : readCString(this.lua.module.HEAPU8, pointer, length);
+    return this.parseAndPush(L, text);
+  }
+
+  /**
+   * `base64J2t(text)`: RHILEX's `json:base64J2T`, Go's StdEncoding then J2T: the decoded value, or nil
+   * and the base64 or JSON error. Invalid UTF-8 in the decoded bytes becomes U+FFFD, as Go's JSON decoder
+   * reads it.
+   */
+  private base64J2t(L: number): number {
+    const pointer = this.raw.lua_tolstring(L, 1, this.strings.cell);
+    const length = this.lua.module.HEAPU32[this.strings.cell >> 2];
+    const decoded = decodeGoBase64(this.lua.module.HEAPU8.subarray(pointer, pointer + length));
+    if (!decoded.ok) {
+      this.raw.lua_pushnil(L);
+      this.strings.pushC(L, decoded.error);
+      return 2;
+    }
+    return this.parseAndPush(L, utf8Decoder.decode(decoded.bytes));
+  }
+
+  private parseAndPush(L: number, text: string): number {
+    const { raw } = this;
     let value: unknown;
     try {
       value = text.includes('null') ? JSON.parse(text, dropNulls) : JSON.parse(text);

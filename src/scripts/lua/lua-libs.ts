@@ -64,8 +64,8 @@ export function hostFunctions(host: LibHost, timeoutMessage: string): Record<str
  */
 export const PRELUDE_LUA = String.raw`
 local host = __host
-local j2t, save_fast, update_fast, time_up = __j2t, __save, __update, __time_up
-__host, __j2t, __save, __update, __time_up = nil, nil, nil, nil, nil
+local j2t, base64_j2t, save_fast, update_fast, time_up = __j2t, __base64_j2t, __save, __update, __time_up
+__host, __j2t, __base64_j2t, __save, __update, __time_up = nil, nil, nil, nil, nil, nil
 local TIMEOUT = host.timeoutMessage
 local save, update_last, debug_log = host.save, host.updateLast, host.debug
 local h_time, h_time_ms, h_ts_unix, h_ts_unix_nano = host.time, host.timeMs, host.tsUnix, host.tsUnixNano
@@ -223,6 +223,12 @@ local libs = {
       local ts = type(s)
       if ts ~= 'string' and ts ~= 'number' then rawerror("bad argument #1 to 'J2T' (string expected, got " .. ts .. ')', 2) end
       return j2t(tostring(s))
+    end,
+    -- RHILEX's: base64 (Go's StdEncoding: padded, newlines skipped) then J2T; (nil, err) on either error.
+    base64J2T = function(_, s)
+      local ts = type(s)
+      if ts ~= 'string' and ts ~= 'number' then rawerror("bad argument #1 to 'base64J2T' (string expected, got " .. ts .. ')', 2) end
+      return base64_j2t(tostring(s))
     end,
     T2J = function(_, v) return table_to_json(v) end,
   },

@@ -152,6 +152,7 @@ export class LuaSandbox {
     }, 'ii');
     for (const [name, pointer] of [
       ['__j2t', bridge.j2tPointer],
+      ['__base64_j2t', bridge.base64J2tPointer],
       ['__save', bridge.savePointer],
       ['__update', bridge.updatePointer],
       ['__time_up', timeUpPointer],
