@@ -1,4 +1,5 @@
-// Sample rule scripts (RHILEX's shape: an Actions table of functions, Success(), Failed(err)).
+// Sample rule scripts (RHILEX's shape: an Actions table of functions, Success(), Failed(err)), reading
+// `args` as the input type hands it over.
 
 const luaString = (s) => `"${String(s).replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -6,17 +7,38 @@ const LUA_KEYWORDS = new Set(['and', 'break', 'do', 'else', 'elseif', 'end', 'fa
 const key = (n) => (IDENT.test(n) && !LUA_KEYWORDS.has(n) ? n : `[${luaString(n)}]`);
 const access = (n) => (IDENT.test(n) && !LUA_KEYWORDS.has(n) ? `schemaData.${n}` : `schemaData[${luaString(n)}]`);
 
-function wrap(uuid, saveTable) {
-  return `Actions = {
-  function(args)
-    -- args: the payload pushed to the input, a JSON text such as
-    -- [{"tag":"temperature","value":21.5}, ...]
-    local dataT, err = json:J2T(args);
-    if err ~= nil then
+/**
+ * How the sample reads `args` into {tag, value} rows (`dataT`), by the type of the input the rule reads:
+ * the payload itself (HTTP, simulator, a UDP datagram), or the base64 `payload` of an MQTT message
+ * (RHILEX's shapes: the client's {topic, payload}, the built-in broker's {action, ..., topic, payload}).
+ */
+function readArgs(inputType) {
+  const fail = `    if err ~= nil then
       Throw(err);
       return true, args;
     end;
-    local schemaData = {};
+`;
+  if (inputType === 'GENERIC_MQTT' || inputType === 'GENERIC_MQTT_SERVER') {
+    const server = inputType === 'GENERIC_MQTT_SERVER';
+    return `    -- args: ${server ? 'an event of the built-in broker, a JSON text such as\n    -- {"action":"publish","clientid":"dev-1","username":"dev","ipaddress":"10.0.0.7",\n    --  "ts":1718000000000,"topic":"plant/line1","payload":"<base64 of the message>"}' : 'one message from the broker, a JSON text such as\n    -- {"topic":"/topic1/dev","payload":"<base64 of the message>"}'}
+    -- whose message is [{"tag":"temperature","value":21.5}, ...]
+    local body, err = json:J2T(args);
+${fail}${server ? `    if body.action ~= "publish" then
+      return true, args;
+    end;
+` : ''}    local dataT, err = json:base64J2T(body.payload);
+${fail}`;
+  }
+  return `    -- args: ${inputType === 'UDP_SERVER' ? 'the datagram as sent' : 'the payload pushed to the input'}, a JSON text such as
+    -- [{"tag":"temperature","value":21.5}, ...]
+    local dataT, err = json:J2T(args);
+${fail}`;
+}
+
+function wrap(uuid, saveTable, inputType) {
+  return `Actions = {
+  function(args)
+${readArgs(inputType)}    local schemaData = {};
     for _, row in ipairs(dataT) do
       schemaData[row.tag] = row.value;
     end;
@@ -31,25 +53,25 @@ function wrap(uuid, saveTable) {
 `;
 }
 
-/** The generic sample: one payload tag per attribute of the model. */
-export function sampleForModel(model) {
+/** The generic sample: one payload tag per attribute of the model; `inputType` picks how args is read. */
+export function sampleForModel(model, inputType) {
   const attrs = model ? model.attributes : [];
   const uuid = model ? model.uuid : 'SCHEMAXXXXXXXX';
   const body = attrs.length
     ? `{\n${attrs.map((a) => `      ${key(a.name)} = ${access(a.name)}`).join(',\n')}\n    }`
     : '{\n      -- attribute = schemaData.tag,\n    }';
-  return wrap(uuid, body);
+  return wrap(uuid, body, inputType);
 }
 
 /** RHILEX documentation's sample (water quality, temperature averaged from three probes), with the given uuid. */
-export function rhilexSample(uuid) {
+export function rhilexSample(uuid, inputType) {
   return wrap(uuid || 'SCHEMAXXXXXXXX', `{
       temp = (schemaData.t1 + schemaData.t2 + schemaData.t3) / 3,
       resistivity = schemaData.resistivity,
       conductivity = schemaData.conductivity,
       dissolved_oxygen = schemaData.dissolved_oxygen,
       ph_value = schemaData.ph_value
-    }`);
+    }`, inputType);
 }
 
 /** A one-line preview of rds:Save for a model, like RHILEX's "script preview": typed zero values. */

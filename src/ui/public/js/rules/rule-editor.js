@@ -1,5 +1,6 @@
-// The rule editor: name, inputs, the Lua scripts with samples, validation at the script line, the dry
-// run panel, and the saved rule's stats and last errors.
+// The rule editor: name, inputs, what `args` holds for their types, the Lua scripts with samples (reading
+// args as those inputs hand it over), validation at the script line, the dry run panel, and the saved
+// rule's stats and last errors.
 import { h, mount, field, setFieldError, select, uid, fmtValue } from '../core/dom.js';
 import { get, post, put, messageOf, listOf } from '../core/api.js';
 import { notify, confirmDialog, statusLine, busy } from '../core/ui.js';
@@ -8,6 +9,7 @@ import { createEditor } from '../core/editor.js';
 import { fmtTime } from '../core/time.js';
 import { sampleForModel, rhilexSample, DEFAULT_SUCCESS, DEFAULT_FAILED } from '../core/samples.js';
 import { dryRunPanel } from './dry-run.js';
+import { ARGS_HELP, typeLabel } from './input-types.js';
 
 export async function renderRuleEditor(ctx, ruleId) {
   const { main, query } = ctx;
@@ -33,8 +35,26 @@ export async function renderRuleEditor(ctx, ruleId) {
   });
   const sources = h('fieldset', { class: 'sources' }, h('legend', { text: 'Inputs (fromSource)' }),
     srcBoxes.length ? srcBoxes : h('p', { class: 'muted' }, 'No input yet. ', h('a', { href: '#/rules', text: 'Create an input' }), ' first.'), srcErr);
+  const typeOf = Object.fromEntries(inends.map((i) => [i.uuid, i.type]));
+  /** The types of the checked inputs, in the order listed (every known type when none is checked). */
+  const chosenTypes = () => [...new Set([...sources.querySelectorAll('.src-box')].filter((b) => b.checked).map((b) => typeOf[b.value]).filter(Boolean))];
+  // What args holds, for the types of the checked inputs (all types while none is checked).
+  const argsList = h('dl');
+  const argsHelp = h('details', { class: 'args-help', id: 'args-help' }, h('summary', { text: 'What args holds for these inputs' }), argsList);
+  const sampleType = () => chosenTypes()[0];
+  const showArgsHelp = () => {
+    const checked = chosenTypes();
+    const types = checked.length ? checked : Object.keys(ARGS_HELP);
+    mount(argsList, types.map((t) => {
+      const help = ARGS_HELP[t] || { shape: '(not known to this page)', note: '' };
+      return [h('dt', { text: `${typeLabel(t)} (${t})` }), h('dd', {}, h('code', { class: 'wrap', text: help.shape }), h('p', { class: 'hint', text: help.note }))];
+    }));
+    if (checked.some((t) => t !== 'HTTP' && t !== 'SIMULATOR')) argsHelp.open = true;
+    insertSample.textContent = `Insert sample for this model${sampleType() ? ` (${typeLabel(sampleType())} input)` : ''}`;
+  };
+  sources.addEventListener('change', showArgsHelp);
 
-  const actions = createEditor({ id: 'code-actions', rows: 22, value: rule ? rule.actions : sampleForModel(preModel) });
+  const actions = createEditor({ id: 'code-actions', rows: 22, value: rule ? rule.actions : sampleForModel(preModel, typeOf[[...chosen][0]]) });
   const success = createEditor({ id: 'code-success', rows: 4, value: rule ? rule.success || DEFAULT_SUCCESS : DEFAULT_SUCCESS });
   const failed = createEditor({ id: 'code-failed', rows: 4, value: rule ? rule.failed || DEFAULT_FAILED : DEFAULT_FAILED });
   const editors = { actions, success, failed };
@@ -50,8 +70,9 @@ export async function renderRuleEditor(ctx, ruleId) {
     actions.setValue(src);
     actions.textarea.focus();
   };
-  insertSample.addEventListener('click', () => replaceWith(sampleForModel(findModel(sampleModel.value))));
-  insertRhilex.addEventListener('click', () => replaceWith(rhilexSample(sampleModel.value)));
+  insertSample.addEventListener('click', () => replaceWith(sampleForModel(findModel(sampleModel.value), sampleType())));
+  insertRhilex.addEventListener('click', () => replaceWith(rhilexSample(sampleModel.value, sampleType())));
+  showArgsHelp();
 
   const status = statusLine();
   const validateBtn = h('button', { type: 'button', id: 'validate', text: 'Validate' });
@@ -67,6 +88,7 @@ export async function renderRuleEditor(ctx, ruleId) {
     rule ? h('p', { class: 'uuid' }, 'uuid ', h('code', { text: rule.uuid })) : null,
     h('div', { class: 'grid-form' }, name.wrap, desc.wrap),
     sources,
+    argsHelp,
     h('div', { class: 'controls sample-bar' },
       h('div', { class: 'field inline' }, h('label', { for: 'sample-model', text: 'Model for samples' }), sampleModel), insertSample, insertRhilex),
     h('label', { for: 'code-actions', class: 'code-label', text: 'Actions (Lua)' }),

@@ -1,16 +1,18 @@
 // The Inputs & rules page: the Inputs panel (inputs.js), the rules list, and the health of both
-// (inends/stats, rules/stats) refreshed every 5 seconds. The rule editor is rule-editor.js.
+// (inends/stats, rules/stats, with the connection of MQTT and UDP inputs) refreshed every 5 seconds. The rule editor is rule-editor.js.
 import { h, mount } from '../core/dom.js';
 import { get, del, messageOf, listOf } from '../core/api.js';
 import { confirmDialog } from '../core/ui.js';
 import { fmtTime } from '../core/time.js';
 import { inputsPanel } from './inputs.js';
+import { connectionBlock } from './input-types.js';
 
 const when = (ms) => (typeof ms === 'number' ? fmtTime(ms) : 'never');
 
 /** The health line of an input or a rule: last payload, counts, queue, last error (the error in full on hover). */
-function healthCell(parts, lastError) {
+function healthCell(parts, lastError, connection = null) {
   return h('div', { class: 'health' },
+    connection,
     h('span', { text: parts.join(' · ') }),
     lastError ? h('span', { class: 'health-error', title: lastError.message, text: `Last error ${when(lastError.atMs)}: ${lastError.message}` }) : null);
 }
@@ -34,7 +36,10 @@ export async function renderRulesPage(ctx) {
     for (const [uuid, cell] of inputHealth) {
       const st = inStats.get(uuid);
       if (!st) continue;
-      mount(cell, healthCell([`Last payload ${when(st.lastPayloadAtMs)}`, `${st.accepted} stored`, `${st.failed} failed`, `${st.queued} queued`], st.lastError));
+      // MQTT and UDP inputs add their connection (state since when, last error) and message counters;
+      // their own `stored` counter replaces the payload count, so "stored" is said once.
+      const conn = connectionBlock(st);
+      mount(cell, healthCell([`Last payload ${when(st.lastPayloadAtMs)}`, conn ? null : `${st.accepted} stored`, `${st.failed} failed`, `${st.queued} queued`].filter(Boolean), st.lastError, conn));
     }
     await Promise.all([...ruleHealth].map(async ([uuid, { cell, rule }]) => {
       let st;

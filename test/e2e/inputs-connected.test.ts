@@ -1,0 +1,283 @@
+/**
+ * The inputs devices speak (contract 21, issue 33) in a real browser: an MQTT client of a broker, the
+ * built-in MQTT broker and a UDP server are created through the New input form and listed with their
+ * connection state; the built-in broker's password (the push token) is shown once; a config the browser
+ * refuses never reaches the server, and one the server refuses shows the server's message at the field it
+ * names; the health cell renders the connection block of `inends/stats` (state since when, last error,
+ * messages in, stored, refused, redelivered); the rule editor says what `args` holds for an MQTT input and
+ * its sample decodes the base64 payload.
+ */
+import { createSocket } from 'node:dgram';
+import { createServer } from 'node:net';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { api, setup, shot, signIn, type Env } from './harness.js';
+
+let env: Env;
+let model: string;
+
+interface Inend { uuid: string; name: string; type: string; config: Record<string, unknown> }
+interface Connection { state: string; lastError: string | null; since: string }
+interface Stats { connection?: Connection; messagesIn?: number; stored?: number; refused?: number; redelivered?: number }
+
+/** A TCP port nothing listens on now (taken from the kernel, then released). */
+function freeTcpPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function freeUdpPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const socket = createSocket('udp4');
+    socket.once('error', reject);
+    socket.bind(0, '127.0.0.1', () => {
+      const { port } = socket.address();
+      socket.close(() => resolve(port));
+    });
+  });
+}
+
+/** The inputs & rules page, rendered afresh. */
+async function openRules(page: Page, base: string): Promise<void> {
+  await page.goto(`${base}/#/rules`);
+  await page.reload();
+  await page.locator('#inputs-table').waitFor();
+}
+
+async function newInput(page: Page, name: string, type: string): Promise<void> {
+  await page.getByRole('button', { name: '+ New input' }).click();
+  const form = page.getByRole('form', { name: 'New input' });
+  await form.getByLabel('Name', { exact: true }).fill(name);
+  await form.getByLabel('Type').selectOption(type);
+}
+
+const inputNamed = async (base: string, name: string): Promise<Inend> =>
+  (await api<Inend[]>(base, 'GET', 'inends/list')).find((i) => i.name === name)!;
+
+/** The health cell of an input once its connection block shows. */
+async function connectionText(page: Page, uuid: string): Promise<string> {
+  const block = page.locator(`#inputs-table td[data-input="${uuid}"] .conn`);
+  await block.waitFor({ timeout: 15_000 });
+  return (await block.textContent()) ?? '';
+}
+
+beforeAll(async () => {
+  env = await setup();
+  const { base, page } = env;
+  model = (await api<{ uuid: string }>(base, 'POST', 'schema/create', { name: 'line1', description: '' })).uuid;
+  await api(base, 'POST', 'schema/properties/create', { schemaId: model, name: 'temperature', type: 'FLOAT' });
+  await api(base, 'POST', `schema/publish?uuid=${model}`);
+  await signIn(page, base);
+  await page.getByRole('heading', { name: 'Data models' }).waitFor();
+});
+
+afterAll(async () => {
+  // Delete the inputs so their listeners and connections close before the service stops.
+  if (env) {
+    for (const i of await api<Inend[]>(env.base, 'GET', 'inends/list').catch(() => [] as Inend[])) {
+      await api(env.base, 'DELETE', `inends/del?uuid=${i.uuid}`).catch(() => undefined);
+    }
+    await env.close();
+  }
+});
+
+describe('the browser checks a config before sending it', () => {
+  it('a port out of range and a topic filter with # inside are shown at their fields; nothing is sent', async () => {
+    const { page, base } = env;
+    await openRules(page, base);
+    await newInput(page, 'checked', 'GENERIC_MQTT');
+    const form = page.getByRole('form', { name: 'New input' });
+    // The defaults: a fixed client id, QoS 1, every topic.
+    expect(await form.getByLabel('Client id').inputValue()).toMatch(/^edge_datacenter_[0-9a-f]{12}$/);
+    expect(await form.getByLabel('QoS').inputValue()).toBe('1');
+    expect(await form.getByLabel('Topics (one per line)').inputValue()).toBe('#');
+    await form.getByLabel('Broker port').fill('70000');
+    await form.getByLabel('Topics (one per line)').fill('plant/#/line');
+    let sent = 0;
+    const count = (r: { url(): string; method(): string }) => { if (r.url().includes('/inends/create')) sent += 1; };
+    page.on('request', count);
+    await form.getByRole('button', { name: 'Create input' }).click();
+    const port = form.getByLabel('Broker port');
+    expect(await port.getAttribute('aria-invalid')).toBe('true');
+    const portError = await page.locator(`#${await port.getAttribute('id')}-err`).textContent();
+    expect(portError).toBe('Enter a port from 1 to 65535.');
+    const topicsError = await page.locator(`#${await form.getByLabel('Topics (one per line)').getAttribute('id')}-err`).textContent();
+    expect(topicsError).toBe('Topic "plant/#/line": # must be a whole level, and the last one.');
+    page.off('request', count);
+    expect(sent).toBe(0);
+
+    // The UDP server's defaults (RHILEX's): 0.0.0.0, 6200, 1024.
+    await form.getByLabel('Type').selectOption('UDP_SERVER');
+    expect(await form.getByLabel('Listen on (host)').inputValue()).toBe('0.0.0.0');
+    expect(await form.getByLabel('Port', { exact: true }).inputValue()).toBe('6200');
+    expect(await form.getByLabel('Longest datagram (bytes)').inputValue()).toBe('1024');
+    await form.getByRole('button', { name: 'Cancel' }).click();
+    expect(env.problems).toEqual([]);
+  });
+});
+
+describe('the health cell renders the connection block of inends/stats', () => {
+  it('state since when, last error and the counters, from the agreed shape', async () => {
+    const { page, base } = env;
+    // An HTTP input for the row; its stats are answered with the shape an MQTT client input has.
+    const http = await api<{ uuid: string }>(base, 'POST', 'inends/create', { name: 'shaped', type: 'HTTP', description: '', config: {} });
+    const since = '2024-05-01T08:30:00.000Z';
+    await page.route(`**/api/v1/inends/stats?uuid=${http.uuid}`, (route) => route.fulfill({
+      status: 200, contentType: 'application/json',
+      body: JSON.stringify({ code: 200, msg: 'Success', data: {
+        uuid: http.uuid, lastPayloadAtMs: null, accepted: 7, failed: 1, queued: 0, lastError: null,
+        connection: { state: 'reconnecting', lastError: 'connect ECONNREFUSED 10.0.0.9:1883', since },
+        messagesIn: 12, stored: 9, refused: 2, redelivered: 1,
+      } }),
+    }));
+    try {
+      await openRules(page, base);
+      const text = await connectionText(page, http.uuid);
+      expect(text).toContain('Reconnecting since 2024-05-01 08:30:00');
+      expect(text).toContain('Last connection error: connect ECONNREFUSED 10.0.0.9:1883');
+      expect(text).toContain('12 in · 9 stored · 2 refused · 1 redelivered');
+      const cell = page.locator(`#inputs-table td[data-input="${http.uuid}"]`);
+      expect(await cell.textContent()).toContain('1 failed · 0 queued');
+      expect(await cell.locator('.conn').getAttribute('data-state')).toBe('reconnecting');
+    } finally {
+      await page.unroute(`**/api/v1/inends/stats?uuid=${http.uuid}`);
+      await api(base, 'DELETE', `inends/del?uuid=${http.uuid}`);
+    }
+    expect(env.problems).toEqual([]);
+  });
+});
+
+// These need the server side of issue 33 (the three types in src/scripts/inends.ts and src/inputs), not
+// committed yet: until then the server answers 400 for the types. Unskip once it lands.
+describe.skip('the three input types, created through the UI', () => {
+  it('an MQTT client of a broker that is not there: listed, reconnecting with the connection error', async () => {
+    const { page, base } = env;
+    const port = await freeTcpPort();
+    await openRules(page, base);
+    await newInput(page, 'plc broker', 'GENERIC_MQTT');
+    const form = page.getByRole('form', { name: 'New input' });
+    await form.getByLabel('Broker host').fill('127.0.0.1');
+    await form.getByLabel('Broker port').fill(String(port));
+    await form.getByLabel('Username').fill('gw');
+    await form.getByLabel('Password').fill('pw-1');
+    await form.getByLabel('Topics (one per line)').fill('plant/+/temp\nplant/line1/#');
+    await form.getByRole('button', { name: 'Create input' }).click();
+    await page.locator('#input-created h3', { hasText: 'Input "plc broker" created' }).waitFor();
+    expect(await page.locator('#created-broker').textContent()).toBe(`mqtt://127.0.0.1:${port}`);
+    const input = await inputNamed(base, 'plc broker');
+    expect(input.type).toBe('GENERIC_MQTT');
+    expect(input.config).toMatchObject({ host: '127.0.0.1', port, username: 'gw', qos: 1, subTopics: ['plant/+/temp', 'plant/line1/#'] });
+    const row = page.locator(`#inputs-table tr[data-input-row="${input.uuid}"]`);
+    expect(await row.textContent()).toContain(`mqtt://127.0.0.1:${port}`);
+    await expect.poll(() => connectionText(page, input.uuid), { timeout: 20_000 }).toMatch(/^(Reconnecting|Error) since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d/);
+    expect(await connectionText(page, input.uuid)).toMatch(/Last connection error: .*(ECONNREFUSED|refused)/i);
+    expect(await connectionText(page, input.uuid)).toContain('0 in · 0 stored · 0 refused · 0 redelivered');
+    await shot(page, 'inputs-mqtt-client', { fullPage: true });
+    expect(env.problems).toEqual([]);
+  });
+
+  it('the built-in MQTT broker: its password (the push token) shown once, listed as listening', async () => {
+    const { page, base } = env;
+    const port = await freeTcpPort();
+    await openRules(page, base);
+    await newInput(page, 'broker', 'GENERIC_MQTT_SERVER');
+    const form = page.getByRole('form', { name: 'New input' });
+    expect(await form.getByLabel('Listen on (host)').inputValue()).toBe('127.0.0.1');
+    expect(await form.getByLabel('Anonymous: no username or password').isChecked()).toBe(false);
+    await form.getByLabel('Listen on (host)').fill('127.0.0.1');
+    await form.getByLabel('Port', { exact: true }).fill(String(port));
+    await form.getByRole('button', { name: 'Create input' }).click();
+    await page.locator('#input-created h3', { hasText: 'Input "broker" created' }).waitFor();
+    const token = (await page.locator('#created-push-token').textContent())!;
+    expect(token).toMatch(/^[A-Za-z0-9_-]{20,}$/);
+    expect(await page.locator('#created-broker').textContent()).toBe(`mqtt://127.0.0.1:${port}`);
+    expect(await page.locator('#created-mqtt-pub').textContent()).toContain(`-P '${token}'`);
+    await shot(page, 'inputs-mqtt-broker-created', { fullPage: true });
+    const input = await inputNamed(base, 'broker');
+    expect(input.config).toMatchObject({ host: '127.0.0.1', port, anonymous: false });
+    expect(JSON.stringify(input)).not.toContain(token);
+    await expect.poll(() => connectionText(page, input.uuid), { timeout: 15_000 }).toMatch(/^Listening since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d/);
+    // Shown once: after a reload the page has no way to show it again.
+    await openRules(page, base);
+    expect(await page.content()).not.toContain(token);
+    expect(env.problems).toEqual([]);
+  });
+
+  it('a UDP server with the defaults but its port: listed as listening', async () => {
+    const { page, base } = env;
+    const port = await freeUdpPort();
+    await openRules(page, base);
+    await newInput(page, 'udp sensors', 'UDP_SERVER');
+    const form = page.getByRole('form', { name: 'New input' });
+    await form.getByLabel('Listen on (host)').fill('127.0.0.1');
+    await form.getByLabel('Port', { exact: true }).fill(String(port));
+    await form.getByRole('button', { name: 'Create input' }).click();
+    await page.locator('#input-created h3', { hasText: 'Input "udp sensors" created' }).waitFor();
+    expect(await page.locator('#created-udp-address').textContent()).toBe(`udp://127.0.0.1:${port}`);
+    const input = await inputNamed(base, 'udp sensors');
+    expect(input.config).toMatchObject({ host: '127.0.0.1', port, maxDataLength: 1024 });
+    await expect.poll(() => connectionText(page, input.uuid), { timeout: 15_000 }).toMatch(/^Listening since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d/);
+    await shot(page, 'inputs-connected-list', { fullPage: true, doc: 'inputs-connected' });
+    expect(env.problems).toEqual([]);
+  });
+
+  it('a config the server refuses shows the server\'s message at the field it names', async () => {
+    const { page, base } = env;
+    const taken = (await inputNamed(base, 'udp sensors')).config.port as number;
+    await openRules(page, base);
+    await newInput(page, 'udp twin', 'UDP_SERVER');
+    const form = page.getByRole('form', { name: 'New input' });
+    await form.getByLabel('Listen on (host)').fill('127.0.0.1');
+    await form.getByLabel('Port', { exact: true }).fill(String(taken));
+    const answer = page.waitForResponse((r) => r.url().includes('/inends/create'));
+    await form.getByRole('button', { name: 'Create input' }).click();
+    const res = await answer;
+    expect(res.status()).toBe(400);
+    const msg = ((await res.json()) as { msg: string }).msg;
+    expect(msg).toMatch(/config\.port/);
+    const port = form.getByLabel('Port', { exact: true });
+    await expect.poll(() => port.getAttribute('aria-invalid')).toBe('true');
+    expect(await page.locator(`#${await port.getAttribute('id')}-err`).textContent()).toBe(`${msg} (HTTP 400)`);
+    await shot(page, 'inputs-config-refused', { doc: 'input-config-refused' });
+    await form.getByRole('button', { name: 'Cancel' }).click();
+    expect(await inputNamed(base, 'udp twin')).toBeUndefined();
+  });
+
+  it('an input is edited in the same form: its type fixed, its config saved', async () => {
+    const { page, base } = env;
+    const input = await inputNamed(base, 'plc broker');
+    await openRules(page, base);
+    await page.getByRole('button', { name: 'Edit input plc broker' }).click();
+    const form = page.getByRole('form', { name: 'Edit input plc broker' });
+    expect(await form.getByLabel('Type').isDisabled()).toBe(true);
+    expect(await form.getByLabel('Topics (one per line)').inputValue()).toBe('plant/+/temp\nplant/line1/#');
+    await form.getByLabel('QoS').selectOption('0');
+    await form.getByLabel('Topics (one per line)').fill('plant/#');
+    await form.getByRole('button', { name: 'Save input' }).click();
+    await form.waitFor({ state: 'detached' });
+    expect((await inputNamed(base, 'plc broker')).config).toMatchObject({ qos: 0, subTopics: ['plant/#'], clientId: input.config.clientId });
+  });
+
+  it('the rule editor says what args holds for an MQTT input, and its sample decodes the base64 payload', async () => {
+    const { page, base } = env;
+    const input = await inputNamed(base, 'plc broker');
+    await page.goto(`${base}/#/rules/new?input=${input.uuid}&schema=${model}`);
+    const help = page.locator('#args-help');
+    await help.waitFor();
+    expect(await help.getAttribute('open')).not.toBeNull();
+    expect(await help.textContent()).toContain('{"topic":"/topic1/dev","payload":"<base64 of the message>"}');
+    const actions = page.locator('#code-actions');
+    expect(await actions.inputValue()).toContain('local body, err = json:J2T(args);');
+    expect(await actions.inputValue()).toContain('json:base64J2T(body.payload)');
+    await page.getByRole('button', { name: 'Validate' }).click();
+    await expect.poll(() => page.locator('form[aria-labelledby="rule-title"] .status-line').textContent()).toBe('The script compiles.');
+    await shot(page, 'inputs-rule-args-help', { fullPage: true, doc: 'rule-args-help' });
+    expect(env.problems).toEqual([]);
+  });
+});
