@@ -19,14 +19,71 @@ import { LUA_REGISTRYINDEX, LUA_TBOOLEAN, LUA_TNUMBER, LUA_TSTRING, LUA_TTABLE, 
 const CACHED_STRING_LENGTH_MAX = 32;
 const CACHED_STRINGS_MAX = 1024;
 
-/** The worker-side hooks `rds:*` call (the same as LibHost.store). */
-export type StoreRecord = (kind: 'save' | 'update', uuid: unknown, record: Record<string, unknown>) => string | undefined;
+/** The worker-side hooks `rds:*` call (LibHost's). */
+export interface RecordStore {
+  store(kind: 'save' | 'update', uuid: unknown, record: Record<string, unknown>): string | undefined;
+  /**
+   * The same for a record whose keys are not in the order a walk of the Lua table gives: a refusal whose
+   * message may depend on that order answers null, and the caller asks `store` again with the table
+   * walked. Absent: `store`'s answers do not depend on the order.
+   */
+  storeUnordered?(kind: 'save' | 'update', uuid: string, record: Record<string, unknown>): string | undefined | null;
+}
+
+/**
+ * A J2T result that is a flat object of at most this many keys, from at most LAZY_TEXT_MAX characters of
+ * JSON, starts as an empty table of its final sizes with the LAZY metatable (lua-libs.ts): filled, exactly
+ * as it would have been built, the moment anything looks into it, and handed to `rds:*` straight from the
+ * parsed object when nothing did. Only flat objects, so filling can raise nothing but the memory error.
+ */
+const LAZY_KEYS_MAX = 64;
+const LAZY_TEXT_MAX = 16 * 1024;
+/** Parsed objects of lazy tables, by the address of their JSON text (a miss parses the text again). */
+const PARSED_CACHE_MAX = 256;
+const INT64_LIMIT = 2 ** 63;
+
+/** Text that goes into Lua and comes back unchanged (pushC ends a string at NUL; lone surrogates are re-encoded). */
+function roundTrips(text: string): boolean {
+  return !text.includes('\0') && (text as unknown as { isWellFormed(): boolean }).isWellFormed();
+}
+
+/**
+ * The number of keys when `value` may stay lazy: a plain object whose keys and values give the same
+ * record from the parsed object as from the Lua table (no -0 or integer past int64, which J2T pushes as
+ * integers that change them), otherwise -1.
+ */
+function lazyKeys(value: unknown, textLength: number): number {
+  if (textLength > LAZY_TEXT_MAX || typeof value !== 'object' || value === null || Array.isArray(value)) return -1;
+  const object = value as Record<string, unknown>;
+  let keys = 0;
+  for (const key in object) {
+    if (++keys > LAZY_KEYS_MAX || !roundTrips(key)) return -1;
+    const item = object[key];
+    switch (typeof item) {
+      case 'string':
+        if (!roundTrips(item)) return -1;
+        break;
+      case 'number':
+        if ((item === 0 && 1 / item < 0) || (Number.isInteger(item) && (item >= INT64_LIMIT || item < -INT64_LIMIT))) return -1;
+        break;
+      case 'boolean':
+        break;
+      default:
+        return -1;
+    }
+  }
+  return keys;
+}
 
 const utf8Decoder = new TextDecoder();
 
 /** JSON `null` has no Lua value (RHILEX drops the key). */
 function dropNulls(_key: string, value: unknown): unknown {
   return value === null ? undefined : value;
+}
+
+function parseJson(text: string): unknown {
+  return text.includes('null') ? JSON.parse(text, dropNulls) : JSON.parse(text);
 }
 
 /** emscripten's longjmp (a Lua error) is thrown as Infinity and must pass through untouched. */
@@ -43,13 +100,18 @@ export class LuaBridge {
   readonly base64J2tPointer: number;
   readonly savePointer: number;
   readonly updatePointer: number;
+  readonly lazyFillPointer: number;
   private readonly cachedStrings = new Map<string, bigint>();
+  /** Registry references of the LAZY metatable and of the weak-keyed table of lazy table -> JSON text. */
+  private lazyMetaRef = 0n;
+  private lazySourcesRef = 0n;
+  private readonly parsed = new Map<number, { length: number; value: Record<string, unknown> }>();
 
   constructor(
     private readonly lua: LuaWasm,
     private readonly raw: RawLua,
     private readonly strings: WasmStrings,
-    private readonly store: StoreRecord,
+    private readonly host: RecordStore,
   ) {
     const cfunction = (fn: (L: number) => number): number =>
       lua.module.addFunction((L: number) => {
@@ -66,6 +128,25 @@ export class LuaBridge {
     this.base64J2tPointer = cfunction((L) => this.base64J2t(L));
     this.savePointer = cfunction((L) => this.record(L, 'save'));
     this.updatePointer = cfunction((L) => this.record(L, 'update'));
+    this.lazyFillPointer = cfunction((L) => {
+      if (raw.lua_type(L, 1) === LUA_TTABLE && this.isLazy(L, 1)) this.fill(L, 1);
+      return 0;
+    });
+  }
+
+  /** Creates the LAZY metatable (left on the stack for the prelude to fill in) and the weak table of sources. */
+  pushLazyMeta(L: number): void {
+    const { raw } = this;
+    raw.lua_createtable(L, 0, 0);
+    raw.lua_createtable(L, 0, 1);
+    this.strings.pushC(L, '__mode');
+    this.strings.pushC(L, 'k');
+    raw.lua_rawset(L, -3);
+    raw.lua_setmetatable(L, -2);
+    this.lazySourcesRef = BigInt(raw.luaL_ref(L, LUA_REGISTRYINDEX));
+    raw.lua_createtable(L, 0, 4);
+    raw.lua_pushvalue(L, -1);
+    this.lazyMetaRef = BigInt(raw.luaL_ref(L, LUA_REGISTRYINDEX));
   }
 
   /**
@@ -98,7 +179,7 @@ export class LuaBridge {
       pointer !== 0 && pointer === this.payloadPointer && length === this.payloadLength
         ? this.payloadText
         : readCString(this.lua.module.HEAPU8, pointer, length);
-    return this.parseAndPush(L, text);
+    return this.parseAndPush(L, text, pointer, length);
   }
 
   /**
@@ -118,19 +199,80 @@ export class LuaBridge {
     return this.parseAndPush(L, utf8Decoder.decode(decoded.bytes));
   }
 
-  private parseAndPush(L: number, text: string): number {
+  /** `pointer`, `length`: the Lua string at index 1 that `text` was read from, which a lazy table keeps. */
+  private parseAndPush(L: number, text: string, pointer = 0, length = 0): number {
     const { raw } = this;
     let value: unknown;
     try {
-      value = text.includes('null') ? JSON.parse(text, dropNulls) : JSON.parse(text);
+      value = parseJson(text);
     } catch (err) {
       raw.lua_pushnil(L);
       this.strings.pushC(L, (err as Error).message);
       return 2;
     }
     if (value === undefined) return 0;
-    this.push(L, value);
+    const keys = pointer !== 0 ? lazyKeys(value, text.length) : -1;
+    if (keys < 0) {
+      this.push(L, value);
+      return 1;
+    }
+    // The table of its final sizes, empty; its text is kept beside it (weak keys) to fill it later.
+    raw.lua_createtable(L, 0, keys);
+    raw.lua_rawgeti(L, LUA_REGISTRYINDEX, this.lazyMetaRef);
+    raw.lua_setmetatable(L, -2);
+    raw.lua_rawgeti(L, LUA_REGISTRYINDEX, this.lazySourcesRef);
+    raw.lua_pushvalue(L, -2);
+    raw.lua_pushvalue(L, 1);
+    raw.lua_rawset(L, -3);
+    raw.lua_settop(L, -2);
+    if (this.parsed.size >= PARSED_CACHE_MAX) this.parsed.clear();
+    // Keyed by address: the text lives as long as the table, and a new text there is a new J2T, which sets it.
+    this.parsed.set(pointer, { length, value: value as Record<string, unknown> });
     return 1;
+  }
+
+  private isLazy(L: number, index: number): boolean {
+    const { raw } = this;
+    if (raw.lua_getmetatable(L, index) === 0) return false;
+    raw.lua_rawgeti(L, LUA_REGISTRYINDEX, this.lazyMetaRef);
+    const lazy = raw.lua_rawequal(L, -1, -2) !== 0;
+    raw.lua_settop(L, -3);
+    return lazy;
+  }
+
+  /** The parsed object of the lazy table at `index` (absolute). */
+  private lazyValue(L: number, index: number): Record<string, unknown> {
+    const { raw } = this;
+    raw.lua_rawgeti(L, LUA_REGISTRYINDEX, this.lazySourcesRef);
+    raw.lua_pushvalue(L, index);
+    raw.lua_rawget(L, -2);
+    const pointer = raw.lua_tolstring(L, -1, this.strings.cell);
+    const length = this.lua.module.HEAPU32[this.strings.cell >> 2];
+    // The sources table holds the text while the table lives.
+    raw.lua_settop(L, -3);
+    if (pointer === 0) throw new Error('J2T: a lazy table lost its text');
+    const cached = this.parsed.get(pointer);
+    if (cached !== undefined && cached.length === length) return cached.value;
+    return parseJson(readCString(this.lua.module.HEAPU8, pointer, length)) as Record<string, unknown>;
+  }
+
+  /** Fills the lazy table at `index` (absolute) as J2T would have built it, and makes it a plain table. */
+  private fill(L: number, index: number): void {
+    const { raw } = this;
+    const object = this.lazyValue(L, index);
+    if (raw.lua_checkstack(L, 3) === 0) throw new Error('J2T: no Lua stack to fill a table');
+    for (const key in object) {
+      this.pushString(L, key);
+      this.push(L, object[key]);
+      raw.lua_rawset(L, index);
+    }
+    raw.lua_pushnil(L);
+    raw.lua_setmetatable(L, index);
+    raw.lua_rawgeti(L, LUA_REGISTRYINDEX, this.lazySourcesRef);
+    raw.lua_pushvalue(L, index);
+    raw.lua_pushnil(L);
+    raw.lua_rawset(L, -3);
+    raw.lua_settop(L, -2);
   }
 
   /** Pushes a JSON.parse result the way wasmoon's pushValue does (sizes, key order, integers). */
@@ -207,6 +349,20 @@ export class LuaBridge {
    */
   private record(L: number, kind: 'save' | 'update'): number {
     const { raw, strings } = this;
+    if (raw.lua_type(L, 2) === LUA_TTABLE && this.isLazy(L, 2)) {
+      if (raw.lua_type(L, 1) === LUA_TSTRING) {
+        // Untouched since J2T: the parsed object is the record a walk of the table would give.
+        const uuid = strings.read(L, 1);
+        const value = this.lazyValue(L, 2);
+        const error = this.host.storeUnordered ? this.host.storeUnordered(kind, uuid, value) : this.host.store(kind, uuid, value);
+        if (error !== null) {
+          if (error === undefined) raw.lua_pushboolean(L, 0);
+          else strings.pushC(L, error);
+          return 1;
+        }
+      }
+      this.fill(L, 2);
+    }
     if (raw.lua_type(L, 1) !== LUA_TSTRING || raw.lua_type(L, 2) !== LUA_TTABLE) {
       raw.lua_pushboolean(L, 1);
       return 1;
@@ -238,7 +394,7 @@ export class LuaBridge {
       input[strings.read(L, -2)] = value;
       raw.lua_settop(L, -2);
     }
-    const error = this.store(kind, strings.read(L, 1), input);
+    const error = this.host.store(kind, strings.read(L, 1), input);
     if (error === undefined) raw.lua_pushboolean(L, 0);
     else strings.pushC(L, error);
     return 1;

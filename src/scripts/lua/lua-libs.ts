@@ -18,6 +18,8 @@ export const INVOKE_TIMEOUT = 3;
 export interface LibHost {
   /** Validates and queues a record; returns the error string for Lua, or undefined on success. */
   store(kind: 'save' | 'update', uuid: unknown, record: Record<string, unknown>): string | undefined;
+  /** See RecordStore (lua-bridge.ts): a refusal that may depend on key order answers null. */
+  storeUnordered?(kind: 'save' | 'update', uuid: string, record: Record<string, unknown>): string | undefined | null;
   debug(message: string): void;
 }
 
@@ -71,7 +73,32 @@ local save, update_last, debug_log = host.save, host.updateLast, host.debug
 local h_time, h_time_ms, h_ts_unix, h_ts_unix_nano = host.time, host.timeMs, host.tsUnix, host.tsUnixNano
 local rawload, rawpcall, rawxpcall, rawerror = load, pcall, xpcall, error
 local next, type, tostring, select, unpack, sub, concat = next, type, tostring, select, table.unpack, string.sub, table.concat
-local rawsetmetatable, rawget = setmetatable, rawget
+local rawsetmetatable, rawgetmetatable, rawget, rawset, rawlen, rawnext = setmetatable, getmetatable, rawget, rawset, rawlen, next
+
+-- A flat JSON object from J2T starts empty, with this metatable (lua-bridge.ts): the first look into it
+-- fills it (lazy_fill, which also drops the metatable) exactly as J2T would have built it, so the table a
+-- script sees is the same; rds:Save of one nothing looked into stores J2T's parsed object directly. The
+-- functions that bypass metamethods (next, raw*, get/setmetatable) fill it first, so the metatable is
+-- never seen. Errors the VM raises for the assignment keep their text and the script's line.
+local LAZY, lazy_fill = __lazy_mt, __lazy_fill
+__lazy_mt, __lazy_fill = nil, nil
+LAZY.__index = function(t, k) lazy_fill(t) return rawget(t, k) end
+LAZY.__newindex = function(t, k, v)
+  lazy_fill(t)
+  if k == nil then rawerror('table index is nil', 2) end
+  if k ~= k then rawerror('table index is NaN', 2) end
+  rawset(t, k, v)
+end
+LAZY.__len = function(t) lazy_fill(t) return rawlen(t) end
+LAZY.__pairs = function(t) lazy_fill(t) return rawnext, t, nil end
+-- Varargs and tail calls: the raw function sees the same arguments (none is not nil) and names itself in errors.
+local function filled_first(raw_fn)
+  return function(...)
+    local t = ...
+    if rawgetmetatable(t) == LAZY then lazy_fill(t) end
+    return raw_fn(...)
+  end
+end
 
 -- The soft time limit raises TIMEOUT from the instruction hook. Once time_up() (JS: the deadline has
 -- passed, and it stays passed), everything that catches errors raises TIMEOUT again, whatever it
@@ -105,6 +132,8 @@ end
 -- __gc loop could never be stopped: no metatable with a __gc field is accepted. A field added later
 -- does not mark the object for finalization (Lua 5.4 manual, 2.5.3).
 local function safe_setmetatable(t, mt)
+  if rawgetmetatable(t) == LAZY then lazy_fill(t) end
+  if rawgetmetatable(mt) == LAZY then lazy_fill(mt) end
   if type(mt) == 'table' and rawget(mt, '__gc') ~= nil then
     rawerror('setmetatable: __gc finalizers are not allowed in rules', 2)
   end
@@ -128,9 +157,9 @@ local function Debug(...)
 end
 
 local base = {
-  assert = assert, error = error, ipairs = ipairs, next = next, pairs = pairs, print = Debug,
-  rawequal = rawequal, rawget = rawget, rawlen = rawlen, rawset = rawset, select = select,
-  getmetatable = getmetatable, setmetatable = safe_setmetatable, tonumber = tonumber, tostring = tostring,
+  assert = assert, error = error, ipairs = ipairs, next = filled_first(next), pairs = pairs, print = Debug,
+  rawequal = rawequal, rawget = filled_first(rawget), rawlen = filled_first(rawlen), rawset = filled_first(rawset), select = select,
+  getmetatable = filled_first(rawgetmetatable), setmetatable = safe_setmetatable, tonumber = tonumber, tostring = tostring,
   type = type, _VERSION = _VERSION, pcall = safe_pcall, xpcall = safe_xpcall,
   collectgarbage = safe_collectgarbage, Debug = Debug,
   -- RHILEX's Throw only logged; ours raises, so the chain stops and the error carries the caller's line.

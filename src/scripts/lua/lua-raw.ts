@@ -28,6 +28,11 @@ export interface RawLua {
   lua_rawgeti(L: number, index: number, n: bigint): number;
   lua_rawseti(L: number, index: number, n: bigint): void;
   lua_settable(L: number, index: number): void;
+  lua_rawget(L: number, index: number): number;
+  lua_rawset(L: number, index: number): void;
+  lua_rawequal(L: number, a: number, b: number): number;
+  lua_getmetatable(L: number, index: number): number;
+  lua_setmetatable(L: number, index: number): number;
   lua_createtable(L: number, narr: number, nrec: number): void;
   lua_pushnil(L: number): void;
   lua_pushboolean(L: number, b: number): void;
@@ -54,6 +59,7 @@ export interface RawLua {
 
 const RAW_NAMES = [
   'lua_settop', 'lua_gettop', 'lua_pushvalue', 'lua_checkstack', 'lua_rawgeti', 'lua_rawseti', 'lua_settable',
+  'lua_rawget', 'lua_rawset', 'lua_rawequal', 'lua_getmetatable', 'lua_setmetatable',
   'lua_createtable', 'lua_pushnil', 'lua_pushboolean', 'lua_pushinteger', 'lua_pushnumber', 'lua_pushlstring',
   'lua_pushstring', 'lua_pushcclosure', 'lua_type', 'lua_toboolean', 'lua_tonumberx', 'lua_tointegerx',
   'lua_tolstring', 'lua_next', 'lua_pcallk', 'lua_error', 'lua_setallocf', 'luaL_ref', 'luaL_unref', 'malloc', 'free', 'realloc',

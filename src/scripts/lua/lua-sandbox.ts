@@ -141,7 +141,7 @@ export class LuaSandbox {
     const allocator = new CappedAllocator(lua, raw, g.getMemoryUsed(), () => clock.timeUp());
     raw.lua_setallocf(state, allocator.pointer, 0);
     const strings = new WasmStrings(lua, raw);
-    const bridge = new LuaBridge(lua, raw, strings, (kind, uuid, record) => host.store(kind, uuid, record));
+    const bridge = new LuaBridge(lua, raw, strings, host);
     for (const lib of [LuaLibraries.Base, LuaLibraries.Table, LuaLibraries.String, LuaLibraries.Math, LuaLibraries.Coroutine]) {
       g.loadLibrary(lib);
     }
@@ -156,10 +156,13 @@ export class LuaSandbox {
       ['__save', bridge.savePointer],
       ['__update', bridge.updatePointer],
       ['__time_up', timeUpPointer],
+      ['__lazy_fill', bridge.lazyFillPointer],
     ] as const) {
       raw.lua_pushcclosure(state, pointer, 0);
       lua.lua_setglobal(state, name);
     }
+    bridge.pushLazyMeta(state);
+    lua.lua_setglobal(state, '__lazy_mt');
     // The prelude returns nothing, so this single doStringSync is clear of the 1.16 bug.
     engine.doStringSync(PRELUDE_LUA);
     const ref = (name: string): number => {

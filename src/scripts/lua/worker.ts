@@ -49,10 +49,19 @@ class InvocationContext implements LibHost {
 
   store(kind: 'save' | 'update', uuid: unknown, input: Record<string, unknown>): string | undefined {
     if (typeof uuid !== 'string') return `model uuid must be a string, got ${uuid === null ? 'nil' : typeof uuid}`;
+    return this.storeChecked(kind, uuid, input, true) ?? undefined;
+  }
+
+  /** checkRecord names the first problem in key order: with the keys in another order, its refusal is asked again. */
+  storeUnordered(kind: 'save' | 'update', uuid: string, input: Record<string, unknown>): string | undefined | null {
+    return this.storeChecked(kind, uuid, input, false);
+  }
+
+  private storeChecked(kind: 'save' | 'update', uuid: string, input: Record<string, unknown>, exactOrder: boolean): string | undefined | null {
     const model = this.models.get(uuid);
     if (!model) return `unknown model ${uuid}`;
     const check = checkRecord(model, input, kind);
-    if (!check.ok) return check.error;
+    if (!check.ok) return exactOrder ? check.error : null;
     if (this.readOnly.has(uuid)) {
       this.readOnlyPayloads.add(this.payload);
       return `store read-only for model ${named(model.name, uuid)}`;
