@@ -153,6 +153,42 @@ describe('the health cell renders the connection block of inends/stats', () => {
   });
 });
 
+describe('the rule editor for an MQTT input', () => {
+  it('says what args holds, its sample decodes the base64 payload, and the dry run stores its example', async () => {
+    const { page, base } = env;
+    // The input list as the server lists an MQTT client input (answered here: the rule editor only reads it).
+    const input = 'INENDMQTTTEST1';
+    const listed = [{ uuid: input, name: 'plc broker', type: 'GENERIC_MQTT', description: '', createdAtMs: Date.now(),
+      config: { host: '127.0.0.1', port: 1883, clientId: 'edge_datacenter_0123456789ab', username: '', password: '', qos: 1, subTopics: ['#'] } }];
+    await page.route('**/api/v1/inends/list', (route) => route.fulfill({ status: 200, contentType: 'application/json', body: JSON.stringify({ code: 200, msg: 'Success', data: listed }) }));
+    try {
+      await page.goto(`${base}/#/rules/new?input=${input}&schema=${model}`);
+      await page.reload();
+      const help = page.locator('#args-help');
+      await help.waitFor();
+      expect(await help.getAttribute('open')).not.toBeNull();
+      expect(await help.textContent()).toContain('{"topic":"/topic1/dev","payload":"<base64 of the message>"}');
+      const actions = page.locator('#code-actions');
+      expect(await actions.inputValue()).toContain('local body, err = json:J2T(args);');
+      expect(await actions.inputValue()).toContain('json:base64J2T(body.payload)');
+      expect(await actions.inputValue()).toContain(`rds:Save("${model}"`);
+      await page.getByRole('button', { name: 'Validate' }).click();
+      await expect.poll(() => page.locator('form[aria-labelledby="rule-title"] .status-line').textContent(), { timeout: 10_000 }).toBe('The script compiles.');
+      // The dry run's example is the envelope the input hands over, the message in base64.
+      const box = page.getByLabel('Payload (the push body)');
+      const args = JSON.parse(await box.inputValue()) as { topic: string; payload: string };
+      expect(args.topic).toBe('plant/line1');
+      expect(JSON.parse(Buffer.from(args.payload, 'base64').toString('utf8'))).toEqual([{ tag: 'temperature', value: expect.any(Number) }]);
+      await page.getByRole('button', { name: 'Run with this payload' }).click();
+      await expect.poll(() => page.locator('.dry-run .status-line').textContent(), { timeout: 10_000 }).toBe('1 of 1 payload would be stored (1 record), 0 would fail. Nothing was stored.');
+      await shot(page, 'inputs-rule-args-help', { fullPage: true, doc: 'rule-args-help' });
+    } finally {
+      await page.unroute('**/api/v1/inends/list');
+    }
+    expect(env.problems).toEqual([]);
+  });
+});
+
 // These need the server side of issue 33 (the three types in src/scripts/inends.ts and src/inputs), not
 // committed yet: until then the server answers 400 for the types. Unskip once it lands.
 describe.skip('the three input types, created through the UI', () => {
@@ -262,22 +298,5 @@ describe.skip('the three input types, created through the UI', () => {
     await form.getByRole('button', { name: 'Save input' }).click();
     await form.waitFor({ state: 'detached' });
     expect((await inputNamed(base, 'plc broker')).config).toMatchObject({ qos: 0, subTopics: ['plant/#'], clientId: input.config.clientId });
-  });
-
-  it('the rule editor says what args holds for an MQTT input, and its sample decodes the base64 payload', async () => {
-    const { page, base } = env;
-    const input = await inputNamed(base, 'plc broker');
-    await page.goto(`${base}/#/rules/new?input=${input.uuid}&schema=${model}`);
-    const help = page.locator('#args-help');
-    await help.waitFor();
-    expect(await help.getAttribute('open')).not.toBeNull();
-    expect(await help.textContent()).toContain('{"topic":"/topic1/dev","payload":"<base64 of the message>"}');
-    const actions = page.locator('#code-actions');
-    expect(await actions.inputValue()).toContain('local body, err = json:J2T(args);');
-    expect(await actions.inputValue()).toContain('json:base64J2T(body.payload)');
-    await page.getByRole('button', { name: 'Validate' }).click();
-    await expect.poll(() => page.locator('form[aria-labelledby="rule-title"] .status-line').textContent()).toBe('The script compiles.');
-    await shot(page, 'inputs-rule-args-help', { fullPage: true, doc: 'rule-args-help' });
-    expect(env.problems).toEqual([]);
   });
 });

@@ -5,12 +5,16 @@ import { h, mount, select, uid } from '../core/dom.js';
 import { post } from '../core/api.js';
 import { statusLine, busy } from '../core/ui.js';
 import { examplePayload, tagsReadBy } from '../models/request.js';
+import { argsExample } from './input-types.js';
 
 const NDJSON = 'application/x-ndjson';
 
 /**
  * opts: scripts() -> {actions, success, failed}; model() -> the model the samples are for;
- * showError(message, line, script) marks a line in the editor; clearErrors().
+ * inputType() -> the type of the input the rule reads first (an MQTT input's payload is the args it
+ * hands over, the message in base64); showError(message, line, script) marks a line in the editor;
+ * clearErrors(). The returned section has refillIfUntouched(): a new example after the inputs changed,
+ * unless the payload was edited.
  */
 export function dryRunPanel(opts) {
   const boxId = uid('payload');
@@ -22,9 +26,17 @@ export function dryRunPanel(opts) {
   const status = statusLine();
   const out = h('div', { id: 'dry-run-result', 'aria-live': 'polite' });
 
+  const shapeNote = h('p', { class: 'hint', hidden: true });
+  let touched = false;
+  payload.addEventListener('input', () => { touched = true; });
   const fill = () => {
-    payload.value = examplePayload(opts.model(), tagsReadBy(opts.scripts().actions));
+    const type = opts.inputType ? opts.inputType() : undefined;
+    const message = examplePayload(opts.model(), tagsReadBy(opts.scripts().actions));
+    payload.value = argsExample(type, message);
+    shapeNote.hidden = payload.value === message;
+    shapeNote.textContent = shapeNote.hidden ? '' : 'As the MQTT input hands it to the rule: the message is the base64 "payload".';
     contentType.value = 'application/json';
+    touched = false;
   };
   refill.addEventListener('click', fill);
   fill();
@@ -65,10 +77,12 @@ export function dryRunPanel(opts) {
   }
 
   runBtn.addEventListener('click', () => busy(runBtn, run, status));
-  return h('section', { class: 'panel dry-run', 'aria-labelledby': `${boxId}-title` },
+  const section = h('section', { class: 'panel dry-run', 'aria-labelledby': `${boxId}-title` },
     h('h2', { id: `${boxId}-title`, text: 'Try the rule' }),
     h('p', { class: 'hint', text: 'Runs the scripts above on this payload in the service\'s workers, with every limit of a real run, and shows the records a push would store. Nothing is stored, saved or counted.' }),
-    h('label', { for: boxId, class: 'code-label', text: 'Payload (the push body)' }), payload,
+    h('label', { for: boxId, class: 'code-label', text: 'Payload (the push body)' }), payload, shapeNote,
     h('div', { class: 'controls' }, h('div', { class: 'field inline' }, h('label', { for: typeId, text: 'Body type' }), contentType), refill, runBtn),
     status.el, out);
+  section.refillIfUntouched = () => { if (!touched) fill(); };
+  return section;
 }

@@ -9,7 +9,7 @@ import { fmtTime } from '../core/time.js';
 export const INPUT_TYPES = [
   ['HTTP', 'HTTP push'],
   ['SIMULATOR', 'Simulator'],
-  ['GENERIC_MQTT', 'MQTT client (an existing broker)'],
+  ['GENERIC_MQTT', 'MQTT client'],
   ['GENERIC_MQTT_SERVER', 'MQTT broker (built in)'],
   ['UDP_SERVER', 'UDP server'],
 ];
@@ -141,6 +141,22 @@ export const ARGS_HELP = {
   },
   UDP_SERVER: { shape: '[{"tag":"temperature","value":21.5}, ...]', note: 'The datagram itself, as sent (one datagram is one payload). Read it with json:J2T(args).' },
 };
+
+/** base64 of a text's UTF-8 bytes. */
+function base64(text) {
+  let bin = '';
+  for (const b of new TextEncoder().encode(text)) bin += String.fromCharCode(b);
+  return btoa(bin);
+}
+
+/** A payload as an input of the type hands it to a rule: MQTT inputs wrap the message (base64) in their envelope. */
+export function argsExample(type, message) {
+  if (type === 'GENERIC_MQTT') return JSON.stringify({ topic: 'plant/line1', payload: base64(message) });
+  if (type === 'GENERIC_MQTT_SERVER') {
+    return JSON.stringify({ action: 'publish', clientid: 'device-1', username: 'device', ipaddress: '10.0.0.7', ts: Date.now(), topic: 'plant/line1', payload: base64(message) });
+  }
+  return message;
+}
 
 const STATE_TEXT = { listening: 'Listening', connected: 'Connected', reconnecting: 'Reconnecting', error: 'Error', stopped: 'Stopped' };
 const count = (n) => (typeof n === 'number' ? n : 0);

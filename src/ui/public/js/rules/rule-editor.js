@@ -52,7 +52,7 @@ export async function renderRuleEditor(ctx, ruleId) {
     if (checked.some((t) => t !== 'HTTP' && t !== 'SIMULATOR')) argsHelp.open = true;
     insertSample.textContent = `Insert sample for this model${sampleType() ? ` (${typeLabel(sampleType())} input)` : ''}`;
   };
-  sources.addEventListener('change', showArgsHelp);
+  sources.addEventListener('change', () => { showArgsHelp(); tryPanel.refillIfUntouched(); });
 
   const actions = createEditor({ id: 'code-actions', rows: 22, value: rule ? rule.actions : sampleForModel(preModel, typeOf[[...chosen][0]]) });
   const success = createEditor({ id: 'code-success', rows: 4, value: rule ? rule.success || DEFAULT_SUCCESS : DEFAULT_SUCCESS });
@@ -101,6 +101,7 @@ export async function renderRuleEditor(ctx, ruleId) {
   const tryPanel = dryRunPanel({
     scripts: () => scripts(),
     model: () => findModel(sampleModel.value) || preModel,
+    inputType: () => sampleType(),
     showError: (msg, line, which) => showScriptError(msg, line, which),
     clearErrors: () => clearErrors(),
   });
