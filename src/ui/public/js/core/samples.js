@@ -9,8 +9,8 @@ const access = (n) => (IDENT.test(n) && !LUA_KEYWORDS.has(n) ? `schemaData.${n}`
 
 /**
  * How the sample reads `args` into {tag, value} rows (`dataT`), by the type of the input the rule reads:
- * the payload itself (HTTP, simulator, a UDP datagram), or the base64 `payload` of an MQTT message
- * (RHILEX's shapes: the client's {topic, payload}, the built-in broker's {action, ..., topic, payload}).
+ * the payload itself (HTTP, simulator, a UDP datagram), or the `payload` of an MQTT message (RHILEX's
+ * shapes: the client's {topic, payload} in base64, the built-in broker's {action, ..., topic, payload} as text).
  */
 function readArgs(inputType) {
   const fail = `    if err ~= nil then
@@ -20,13 +20,13 @@ function readArgs(inputType) {
 `;
   if (inputType === 'GENERIC_MQTT' || inputType === 'GENERIC_MQTT_SERVER') {
     const server = inputType === 'GENERIC_MQTT_SERVER';
-    return `    -- args: ${server ? 'an event of the built-in broker, a JSON text such as\n    -- {"action":"publish","clientid":"dev-1","username":"dev","ipaddress":"10.0.0.7",\n    --  "ts":1718000000000,"topic":"plant/line1","payload":"<base64 of the message>"}' : 'one message from the broker, a JSON text such as\n    -- {"topic":"/topic1/dev","payload":"<base64 of the message>"}'}
+    return `    -- args: ${server ? 'an event of the built-in broker, a JSON text such as\n    -- {"action":"publish","clientid":"dev-1","username":"dev","ipaddress":"10.0.0.7",\n    --  "ts":1718000000000,"topic":"plant/line1","payload":"<the message as text>"}\n    -- (connect and disconnect events come too, without topic and payload)' : 'one message from the broker, a JSON text such as\n    -- {"topic":"/topic1/dev","payload":"<base64 of the message>"}'}
     -- whose message is [{"tag":"temperature","value":21.5}, ...]
     local body, err = json:J2T(args);
 ${fail}${server ? `    if body.action ~= "publish" then
       return true, args;
     end;
-` : ''}    local dataT, err = json:base64J2T(body.payload);
+` : ''}    local dataT, err = json:${server ? 'J2T' : 'base64J2T'}(body.payload);
 ${fail}`;
   }
   return `    -- args: ${inputType === 'UDP_SERVER' ? 'the datagram as sent' : 'the payload pushed to the input'}, a JSON text such as

@@ -34,7 +34,7 @@ export function dryRunPanel(opts) {
     const message = examplePayload(opts.model(), tagsReadBy(opts.scripts().actions));
     payload.value = argsExample(type, message);
     shapeNote.hidden = payload.value === message;
-    shapeNote.textContent = shapeNote.hidden ? '' : 'As the MQTT input hands it to the rule: the message is the base64 "payload".';
+    shapeNote.textContent = shapeNote.hidden ? '' : `As the MQTT input hands it to the rule: the message is the "payload"${type === 'GENERIC_MQTT' ? ', in base64' : ''}.`;
     contentType.value = 'application/json';
     touched = false;
   };

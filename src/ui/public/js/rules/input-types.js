@@ -136,8 +136,8 @@ export const ARGS_HELP = {
     note: 'One message from the broker. local body = json:J2T(args); then json:base64J2T(body.payload) decodes a JSON message.',
   },
   GENERIC_MQTT_SERVER: {
-    shape: '{"action":"publish","clientid":"dev-1","username":"dev","ipaddress":"10.0.0.7","ts":1718000000000,"topic":"plant/line1","payload":"<base64 of the message>"}',
-    note: 'One event of the built-in broker. local body = json:J2T(args); check body.action, then json:base64J2T(body.payload) decodes a JSON message.',
+    shape: '{"action":"publish","clientid":"dev-1","username":"dev","ipaddress":"10.0.0.7","ts":1718000000000,"topic":"plant/line1","payload":"<the message as text>"}',
+    note: 'One event of the built-in broker (ts in Unix milliseconds); connect and disconnect come as events too, without topic and payload. local body = json:J2T(args); keep body.action == "publish", then json:J2T(body.payload) reads a JSON message.',
   },
   UDP_SERVER: { shape: '[{"tag":"temperature","value":21.5}, ...]', note: 'The datagram itself, as sent (one datagram is one payload). Read it with json:J2T(args).' },
 };
@@ -149,11 +149,14 @@ function base64(text) {
   return btoa(bin);
 }
 
-/** A payload as an input of the type hands it to a rule: MQTT inputs wrap the message (base64) in their envelope. */
+/**
+ * A payload as an input of the type hands it to a rule: the MQTT client wraps the message in base64, the
+ * built-in broker as text, in their envelopes.
+ */
 export function argsExample(type, message) {
   if (type === 'GENERIC_MQTT') return JSON.stringify({ topic: 'plant/line1', payload: base64(message) });
   if (type === 'GENERIC_MQTT_SERVER') {
-    return JSON.stringify({ action: 'publish', clientid: 'device-1', username: 'device', ipaddress: '10.0.0.7', ts: Date.now(), topic: 'plant/line1', payload: base64(message) });
+    return JSON.stringify({ action: 'publish', clientid: 'device-1', username: 'device', ipaddress: '10.0.0.7', ts: Date.now(), topic: 'plant/line1', payload: message });
   }
   return message;
 }
