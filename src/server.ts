@@ -7,6 +7,7 @@ import { statfs } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from './config/types.js';
+import { Audit } from './http/guards/audit.js';
 import { type HttpServer, startHttpServer } from './http/server.js';
 import { ModelRegistry } from './models/registry.js';
 import { ModelTransfers } from './models/backup.js';
@@ -115,12 +116,15 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   for (const { uuid, reason } of registry.closed()) logger.error({ module: 'store', uuid }, reason);
   let engine: ScriptEngine | undefined;
   let uplink: Uplink | undefined;
+  // Failed logins to an input's MQTT broker: audit lines of their own, in the HTTP audit's shape (kind mqtt-password).
+  const brokerAudit = new Audit(logger.child({ module: 'inputs' }));
   try {
     engine = await ScriptEngine.open({
       dataDir: config.main.dataDir,
       config: config.scripts,
       registry,
       log: logger.child({ module: 'scripts' }),
+      onBrokerAuthFailed: ({ address }) => brokerAudit.authFailed({ remoteAddress: address }, 'mqtt-password'),
     });
     if (config.uplink.engine === 'nats') {
       const uplinkLog = logger.child({ module: 'uplink' });
@@ -156,6 +160,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
           http.stopListening();
           try {
             await engine?.close();
+            brokerAudit.flush();
             await http.close();
             // Before the store: the shippers read the logs and write their cursors.
             await uplink?.close();

@@ -140,6 +140,21 @@ describe('src folders', () => {
     expect(againstDirection(graph)).toEqual([]);
   });
 
+  it('src/inputs imports only scripts/shared, util, config and errors.ts: the engine imports it, never the reverse', () => {
+    const graph = importGraph();
+    const inputs = join(SRC, 'inputs');
+    const allowed = [join(SRC, 'scripts/shared'), join(SRC, 'util'), join(SRC, 'config'), join(SRC, 'errors.ts'), inputs];
+    const bad: string[] = [];
+    let files = 0;
+    for (const [file, targets] of graph) {
+      if (!file.startsWith(inputs + sep)) continue;
+      files++;
+      for (const target of targets) if (!allowed.some((a) => target === a || target.startsWith(a + sep))) bad.push(`${relative(SRC, file)} -> ${relative(SRC, target)}`);
+    }
+    expect(files).toBeGreaterThanOrEqual(5);
+    expect(bad).toEqual([]);
+  });
+
   it('hold at most 16 modules each', () => {
     const crowded: string[] = [];
     const walk = (dir: string): void => {

@@ -9,6 +9,7 @@ import { InputDispatcher, type PushOptions } from './dispatcher.js';
 import { DryRunner, type DryRunResult } from './dry-run.js';
 import { InendBook, parseSimulatorConfig } from './inends.js';
 import { InputCounters } from './input-stats.js';
+import { NetworkInputs, type NetworkInputView } from '../inputs/index.js';
 import { ScriptPool } from './pool.js';
 import { parseRuleFields, RuleBook, type RuleFields } from './rules.js';
 import { Simulator } from './simulator.js';
@@ -16,7 +17,7 @@ import { RuleStatsBook } from './shared/stats.js';
 import { optionalText, requireBody } from './metadata-file.js';
 import { mkdirDurable } from '../util/atomic-file.js';
 import { named } from '../util/messages.js';
-import { toLogFn, type Inend, type LevelLogger, type LogFn, type ModelSource, type InputStats, type PushResult, type Rule, type RuleStats, type ValidationResult } from './shared/types.js';
+import { toLogFn, type Inend, type LevelLogger, type LogFn, type ModelSource, type InputStatsView, type PushResult, type Rule, type RuleStats, type ValidationResult } from './shared/types.js';
 
 export interface ScriptEngineOptions {
   dataDir: string;
@@ -25,6 +26,8 @@ export interface ScriptEngineOptions {
   log?: LogFn | LevelLogger;
   /** Compiled worker module; see ScriptPool. */
   workerFile?: string;
+  /** A login the built-in MQTT broker of an input refused (wrong or missing password): for the audit log. */
+  onBrokerAuthFailed?: (event: { address: string; inendUuid: string; username: string }) => void;
 }
 
 export class ScriptEngine {
@@ -36,6 +39,8 @@ export class ScriptEngine {
   private closed = false;
   private readonly log: LogFn | undefined;
   private readonly dryRunner: DryRunner;
+  /** The running parts of the UDP and MQTT inputs (src/inputs/). */
+  private readonly network: NetworkInputs;
 
   private constructor(
     private readonly opts: ScriptEngineOptions,
@@ -46,6 +51,21 @@ export class ScriptEngine {
     this.unsubscribe = opts.registry.onChange(() => this.modelsVersion++);
     this.log = toLogFn(opts.log);
     this.dryRunner = new DryRunner({ pool, queueMax: opts.config.queueMax, taskContext: () => this.taskContext() });
+    this.network = new NetworkInputs({
+      sinkFor: (uuid) => (payloads, options) => this.push(uuid, payloads, options),
+      authFor: (uuid) => ({
+        checkPassword: (password) => {
+          try {
+            this.inends.authenticate(uuid, password);
+            return true;
+          } catch {
+            return false;
+          }
+        },
+        failed: (address, username) => opts.onBrokerAuthFailed?.({ address, inendUuid: uuid, username }),
+      }),
+      log: this.log,
+    });
   }
 
   static async open(opts: ScriptEngineOptions): Promise<ScriptEngine> {
@@ -118,11 +138,12 @@ export class ScriptEngine {
     return created;
   }
 
-  /** A simulator restarts with its new settings; the queue of the input is kept. */
+  /** A simulator or a network input restarts with its new settings; the queue of the input is kept. */
   async updateInend(input: unknown): Promise<Inend> {
     const inend = await this.inends.update(input);
     this.stopSimulator(inend.uuid);
     this.startSimulator(inend);
+    await this.network.restart(inend);
     return inend;
   }
 
@@ -145,6 +166,7 @@ export class ScriptEngine {
       }
     });
     this.stopSimulator(uuid);
+    await this.network.stop(uuid);
     await this.dispatchers.get(uuid)?.idle();
     this.dispatchers.delete(uuid);
   }
@@ -173,11 +195,21 @@ export class ScriptEngine {
     return recent.length === 0 ? [] : [`rules failed for a worker fault ${recent.length} times in the last minute: ${recent[recent.length - 1]}`];
   }
 
-  /** The input's health since the start: last payload, counts, queue depth, last failure. */
-  inendStats(uuid: string): InputStats {
+  /**
+   * The input's health since the start: last payload, counts, queue depth, last failure; for a network
+   * input also its connection and message counters (docs/api.md).
+   */
+  inendStats(uuid: string): InputStatsView {
     const inend = this.inends.get(uuid);
     const dispatcher = this.dispatchers.get(inend.uuid);
-    return dispatcher ? dispatcher.counters.view(inend.uuid, dispatcher.queued) : new InputCounters().view(inend.uuid, 0);
+    const stats = dispatcher ? dispatcher.counters.view(inend.uuid, dispatcher.queued) : new InputCounters().view(inend.uuid, 0);
+    const network = this.network.stats(inend.uuid);
+    return network === undefined ? stats : { ...stats, ...network };
+  }
+
+  /** Every running network input with its connection and counters (for /healthz and /metrics). */
+  networkInputs(): NetworkInputView[] {
+    return this.network.list();
   }
 
   /** Payloads waiting per input (for metrics). */
@@ -188,6 +220,8 @@ export class ScriptEngine {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    // First: no new message is taken, and messages not yet stored stay unacknowledged (their senders resend them).
+    await this.network.stopAll();
     for (const simulator of this.simulators.values()) simulator.stop();
     this.simulators.clear();
     await Promise.all([...this.dispatchers.values()].map((d) => d.idle()));
@@ -220,6 +254,8 @@ export class ScriptEngine {
       }),
     );
     this.startSimulator(inend);
+    // Listening or connecting goes on in the background; a failure shows in inends/stats and the log.
+    void this.network.restart(inend);
   }
 
   private startSimulator(inend: Inend): void {

@@ -10,6 +10,7 @@ import { newUniqueId } from '../models/ids.js';
 import { SerialQueue } from '../util/atomic-file.js';
 import { describeValue, mustBe, named, oneOf, range } from '../util/messages.js';
 import { optionalText, readList, requireBody, requireName, requireUuid, writeList } from './metadata-file.js';
+import { parseMqttClientConfig, parseMqttServerConfig, parseUdpServerConfig, RHILEX_TYPES_NOT_BUILT } from './input-configs.js';
 import { INEND_TYPES, type Inend, type InendType, type SimulatorConfig } from './shared/types.js';
 
 export const INENDS_FILE = 'inends.json';
@@ -19,7 +20,10 @@ const SIMULATOR_INTERVAL_MS_MAX = 3_600_000;
 const SIMULATOR_PAYLOADS_PER_TICK_MAX = 10_000;
 const SIMULATOR_DECIMALS_MAX = 6;
 
-/** What inends.json holds per input: the public fields and, for HTTP, the token's hash. */
+/** The inputs that carry a push token: HTTP pushes with it, the built-in MQTT broker takes it as the password. */
+const TOKEN_TYPES: readonly InendType[] = ['HTTP', 'GENERIC_MQTT_SERVER'];
+
+/** What inends.json holds per input: the public fields and, for HTTP and GENERIC_MQTT_SERVER, the token's hash. */
 interface StoredInend extends Inend {
   tokenSha256?: string;
 }
@@ -36,12 +40,36 @@ export function parseInendFields(input: unknown, current?: Inend): InendFields {
     if (body.type !== undefined && body.type !== current.type) throw new InvalidArgumentError(`type cannot change: input ${named(current.name, current.uuid)} is ${current.type}, got ${describeValue(body.type)}`);
     type = current.type;
   } else {
+    if ((RHILEX_TYPES_NOT_BUILT as readonly unknown[]).includes(body.type)) {
+      const instead = body.type === 'HTTP_SERVER' ? ': an HTTP input here is type HTTP (devices push to /api/v1/inends/push)' : '';
+      throw new InvalidArgumentError(`type ${String(body.type)} is a RHILEX input type this service does not support${instead}; supported: ${INEND_TYPES.join(', ')}`);
+    }
     if (!INEND_TYPES.includes(body.type as InendType)) throw new InvalidArgumentError(mustBe('type', oneOf(INEND_TYPES), body.type));
     type = body.type as InendType;
   }
   const rawConfig = current && body.config === undefined ? current.config : body.config;
-  const config = type === 'SIMULATOR' ? { ...parseSimulatorConfig(rawConfig) } : parseHttpConfig(rawConfig);
-  return { name, type, description, config };
+  return { name, type, description, config: parseConfig(type, rawConfig, current?.config) };
+}
+
+function parseConfig(type: InendType, raw: unknown, current: Record<string, unknown> | undefined): Record<string, unknown> {
+  switch (type) {
+    case 'SIMULATOR':
+      return { ...parseSimulatorConfig(raw) };
+    case 'UDP_SERVER':
+      return { ...parseUdpServerConfig(raw) };
+    case 'GENERIC_MQTT_SERVER':
+      return { ...parseMqttServerConfig(raw) };
+    case 'GENERIC_MQTT':
+      return { ...parseMqttClientConfig(raw, current) };
+    case 'HTTP':
+      return parseHttpConfig(raw);
+  }
+}
+
+/** Two listeners of this service on one port: the second would fail at start; refused here with the holder's name. */
+function listenerKey(inend: Pick<Inend, 'type' | 'config'>): string | undefined {
+  if (inend.type !== 'UDP_SERVER' && inend.type !== 'GENERIC_MQTT_SERVER') return undefined;
+  return `${inend.type === 'UDP_SERVER' ? 'udp' : 'tcp'}:${String(inend.config.port)}`;
 }
 
 function parseHttpConfig(value: unknown): Record<string, unknown> {
@@ -111,7 +139,7 @@ export class InendBook {
     return this.inends.some((i) => i.uuid === uuid);
   }
 
-  /** Throws NotFoundError for an unknown input, AuthError for a wrong token or a non-HTTP input. */
+  /** Throws NotFoundError for an unknown input, AuthError for a wrong token or an input without a token. */
   authenticate(uuid: string, token: string): void {
     const inend = this.find(uuid);
     // Hash first so the comparison has a fixed length whatever the caller sent.
@@ -125,7 +153,8 @@ export class InendBook {
   create(input: unknown): Promise<{ inend: Inend; token?: string }> {
     return this.writes.run(async () => {
       const fields = parseInendFields(input);
-      const token = fields.type === 'HTTP' ? newPushToken() : undefined;
+      this.refusePortTaken(fields);
+      const token = TOKEN_TYPES.includes(fields.type) ? newPushToken() : undefined;
       const stored: StoredInend = {
         uuid: newUniqueId('INEND', (id) => this.has(id)),
         ...fields,
@@ -140,7 +169,9 @@ export class InendBook {
   update(input: unknown): Promise<Inend> {
     return this.writes.run(async () => {
       const current = this.find(requireUuid(requireBody(input).uuid));
-      const stored: StoredInend = { ...current, ...parseInendFields(input, publicView(current)) };
+      const fields = parseInendFields(input, publicView(current));
+      this.refusePortTaken(fields, current.uuid);
+      const stored: StoredInend = { ...current, ...fields };
       await this.commit(this.inends.map((i) => (i === current ? stored : i)));
       return publicView(stored);
     });
@@ -154,8 +185,8 @@ export class InendBook {
   rotateToken(uuid: unknown): Promise<{ inend: Inend; token: string }> {
     return this.writes.run(async () => {
       const current = this.find(requireUuid(uuid));
-      if (current.type !== 'HTTP') {
-        throw new InvalidArgumentError(`input ${current.name} (${current.uuid}) is a ${current.type} input: only HTTP inputs have a push token`);
+      if (!TOKEN_TYPES.includes(current.type)) {
+        throw new InvalidArgumentError(`input ${current.name} (${current.uuid}) is a ${current.type} input: only ${TOKEN_TYPES.join(' and ')} inputs have a push token`);
       }
       const token = newPushToken();
       const stored: StoredInend = { ...current, tokenSha256: sha256(token).toString('hex') };
@@ -171,6 +202,15 @@ export class InendBook {
       check(current.uuid);
       await this.commit(this.inends.filter((i) => i !== current));
     });
+  }
+
+  private refusePortTaken(fields: InendFields, self?: string): void {
+    const key = listenerKey(fields);
+    if (key === undefined) return;
+    const holder = this.inends.find((i) => i.uuid !== self && listenerKey(i) === key);
+    if (holder !== undefined) {
+      throw new InvalidArgumentError(`config.port ${String(fields.config.port)} is already the port of input ${named(holder.name, holder.uuid)} (${holder.type}): choose another port`);
+    }
   }
 
   private find(uuid: string): StoredInend {

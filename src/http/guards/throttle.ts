@@ -19,7 +19,8 @@
 import { TooManyRequestsError } from '../../errors.js';
 
 /** Which credential a request presented: each kind has its own bucket per address. */
-export type CredentialKind = 'admin-token' | 'data-secret' | 'push-token';
+/** `mqtt-password`: a login to an input's built-in MQTT broker (audited, not throttled here). */
+export type CredentialKind = 'admin-token' | 'data-secret' | 'push-token' | 'mqtt-password';
 
 interface Bucket {
   tokens: number;

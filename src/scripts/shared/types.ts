@@ -5,8 +5,66 @@
 import type { ModelRegistry } from '../../models/registry.js';
 import type { ModelLog } from '../../store/index.js';
 
-export const INEND_TYPES = ['HTTP', 'SIMULATOR'] as const;
+export const INEND_TYPES = ['HTTP', 'SIMULATOR', 'UDP_SERVER', 'GENERIC_MQTT_SERVER', 'GENERIC_MQTT'] as const;
 export type InendType = (typeof INEND_TYPES)[number];
+
+/** The input types that listen or connect (src/inputs/): their stats carry a connection and counters. */
+export const NETWORK_INEND_TYPES = ['UDP_SERVER', 'GENERIC_MQTT_SERVER', 'GENERIC_MQTT'] as const;
+export type NetworkInendType = (typeof NETWORK_INEND_TYPES)[number];
+
+/** RHILEX's config of a UDP_SERVER (source/uudp_source.go): one datagram is one payload. */
+export interface UdpServerConfig {
+  host: string;
+  port: number;
+  maxDataLength: number;
+}
+
+/** RHILEX's config of a GENERIC_MQTT_SERVER (source/lightweight_mqtt_server.go) and our limits. */
+export interface MqttServerConfig {
+  /** RHILEX's listener name; kept so an export round-trips, shown in the start-up log. */
+  serverName: string;
+  host: string;
+  port: number;
+  /** false: a client must give the input's push token as its password. */
+  anonymous: boolean;
+  maxClients: number;
+  maxMessageBytes: number;
+}
+
+/** RHILEX's config of a GENERIC_MQTT (source/generic_mqtt_source.go, resconfig/source_mqtt_config.go). */
+export interface MqttClientConfig {
+  host: string;
+  port: number;
+  clientId: string;
+  username: string;
+  password: string;
+  qos: 0 | 1 | 2;
+  subTopics: string[];
+  maxMessageBytes: number;
+}
+
+/** Where a network input stands (`inends/stats` `connection`). */
+export type InputConnectionState = 'listening' | 'connected' | 'reconnecting' | 'error' | 'stopped';
+
+export interface InputConnection {
+  state: InputConnectionState;
+  lastError: string | null;
+  /** ISO time of the last change of state. */
+  since: string;
+}
+
+/** What a network input adds to its stats. */
+export interface NetworkInputStats {
+  connection: InputConnection;
+  /** Messages (datagrams, MQTT PUBLISH packets) that arrived. */
+  messagesIn: number;
+  /** Messages whose payload went through the rules and was stored (an MQTT QoS 1/2 message is acknowledged then). */
+  stored: number;
+  /** Messages refused: too long, queue full (UDP), not authorised. */
+  refused: number;
+  /** MQTT messages that arrived with DUP set: a redelivery, which may be stored a second time. */
+  redelivered: number;
+}
 
 /** A rule as RHILEX shapes it: three script strings and the inputs it reads. */
 export interface Rule {
@@ -41,7 +99,7 @@ export interface Inend {
   name: string;
   type: InendType;
   description: string;
-  /** `{}` for HTTP, a SimulatorConfig for SIMULATOR. */
+  /** `{}` for HTTP, a SimulatorConfig for SIMULATOR, RHILEX's keys for the network inputs (docs/models.md). */
   config: Record<string, unknown>;
   createdAtMs: number;
 }
@@ -105,6 +163,9 @@ export interface InputStats {
   queued: number;
   lastError: { message: string; atMs: number } | null;
 }
+
+/** The stats of a UDP_SERVER, GENERIC_MQTT_SERVER or GENERIC_MQTT input. */
+export type InputStatsView = InputStats | (InputStats & NetworkInputStats);
 
 export interface ValidationResult {
   ok: boolean;

@@ -1,0 +1,104 @@
+/**
+ * The engine's table of running network inputs (src/inputs/): one per UDP_SERVER, GENERIC_MQTT_SERVER
+ * and GENERIC_MQTT input, started at start-up and on create, restarted on update (the old one stopped
+ * first, so its port is free), stopped on delete and close. Starts and stops of one input run in order.
+ */
+import type { Inend, LogFn, MqttClientConfig, MqttServerConfig, NetworkInputStats, UdpServerConfig } from '../scripts/shared/types.js';
+import { named } from '../util/messages.js';
+import type { InputSink } from './deliver.js';
+import { MqttBrokerInput, type BrokerAuth } from './mqtt-broker.js';
+import { MqttClientInput } from './mqtt-client.js';
+import type { InputLog, RunningInput } from './running-input.js';
+import { UdpServerInput } from './udp-server.js';
+
+export interface NetworkInputsDeps {
+  sinkFor(uuid: string): InputSink;
+  authFor(uuid: string): BrokerAuth;
+  log?: LogFn;
+}
+
+export interface NetworkInputView {
+  uuid: string;
+  name: string;
+  type: Inend['type'];
+  stats: NetworkInputStats;
+}
+
+export class NetworkInputs {
+  private readonly running = new Map<string, { input: RunningInput; name: string; type: Inend['type'] }>();
+  /** The last start or stop of each input: the next one waits for it. */
+  private readonly turns = new Map<string, Promise<void>>();
+
+  constructor(private readonly deps: NetworkInputsDeps) {}
+
+  /** Stops the input's running part if any, then starts the one its (new) config says. */
+  restart(inend: Inend): Promise<void> {
+    return this.inTurn(inend.uuid, async () => {
+      await this.stopNow(inend.uuid);
+      const label = named(inend.name, inend.uuid);
+      const input = createInput(inend, label, {
+        sink: this.deps.sinkFor(inend.uuid),
+        auth: this.deps.authFor(inend.uuid),
+        log: this.deps.log ?? (() => undefined),
+      });
+      if (input === undefined) return;
+      this.running.set(inend.uuid, { input, name: inend.name, type: inend.type });
+      await input.start();
+    });
+  }
+
+  stop(uuid: string): Promise<void> {
+    return this.inTurn(uuid, () => this.stopNow(uuid));
+  }
+
+  async stopAll(): Promise<void> {
+    await Promise.all([...this.running.keys()].map((uuid) => this.stop(uuid)));
+  }
+
+  stats(uuid: string): NetworkInputStats | undefined {
+    return this.running.get(uuid)?.input.status.view();
+  }
+
+  list(): NetworkInputView[] {
+    return [...this.running].map(([uuid, r]) => ({ uuid, name: r.name, type: r.type, stats: r.input.status.view() }));
+  }
+
+  private async stopNow(uuid: string): Promise<void> {
+    const current = this.running.get(uuid);
+    if (current === undefined) return;
+    this.running.delete(uuid);
+    await current.input.stop();
+  }
+
+  private inTurn(uuid: string, work: () => Promise<void>): Promise<void> {
+    const next = (this.turns.get(uuid) ?? Promise.resolve()).then(work, work);
+    const settled = next.catch(() => undefined);
+    this.turns.set(uuid, settled);
+    void settled.then(() => {
+      if (this.turns.get(uuid) === settled) this.turns.delete(uuid);
+    });
+    return next;
+  }
+}
+
+export interface InputDeps {
+  sink: InputSink;
+  /** For GENERIC_MQTT_SERVER: checks the password against the input's push token, reports failed logins. */
+  auth: BrokerAuth;
+  log: InputLog;
+}
+
+/** `label` names the input in logs: `name (uuid)`. Undefined for an input type without a running part. */
+export function createInput(inend: Inend, label: string, deps: InputDeps): RunningInput | undefined {
+  // The configs were checked by src/scripts/input-configs.ts when the input was saved.
+  switch (inend.type) {
+    case 'UDP_SERVER':
+      return new UdpServerInput(label, inend.config as unknown as UdpServerConfig, deps.sink, deps.log);
+    case 'GENERIC_MQTT_SERVER':
+      return new MqttBrokerInput(label, inend.config as unknown as MqttServerConfig, deps.sink, deps.auth, deps.log);
+    case 'GENERIC_MQTT':
+      return new MqttClientInput(label, inend.config as unknown as MqttClientConfig, deps.sink, deps.log);
+    default:
+      return undefined;
+  }
+}

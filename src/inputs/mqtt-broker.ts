@@ -1,0 +1,183 @@
+/**
+ * GENERIC_MQTT_SERVER: an MQTT broker inside the service (aedes on a net.Server), which devices publish
+ * to. Each PUBLISH becomes RHILEX's event `{action: "publish", clientid, username, ipaddress, ts, topic,
+ * payload}` (RHILEX's source/lightweight_mqtt_server.go: ts in Unix milliseconds, payload the message as
+ * UTF-8 text); connects and disconnects send `{action, clientid, username, ipaddress, ts}`, best effort.
+ *
+ * Acknowledgement: aedes asks `authorizePublish` before it sends the PUBACK (QoS 1) or stores the packet
+ * and sends the PUBREC (QoS 2); that callback is called only once the message's records are stored
+ * (deliver.ts), so a PUBACK means stored (durably under `sync = always`). aedes reads a client's next
+ * chunk of the socket only once every packet of the last one is handled: a full queue or a stalled rule
+ * leaves the socket unread, and TCP flow control slows the publisher. Nothing is dropped.
+ *
+ * Limits: maxClients connections (net.Server maxConnections), maxMessageBytes a packet (refused from its
+ * length header, before its body is buffered), in flight per client what one socket read holds (64 KiB);
+ * subscriptions are refused (the broker is an input, not a relay) and retained flags dropped, so the
+ * broker keeps no messages in memory.
+ */
+import net from 'node:net';
+import { Aedes, type Client, type PublishPacket } from 'aedes';
+import type { MqttServerConfig } from '../scripts/shared/types.js';
+import { StopSignal } from './backoff.js';
+import { deliver, type InputSink } from './deliver.js';
+import { errorText, InputStatus } from './input-status.js';
+import type { InputLog, RunningInput } from './running-input.js';
+
+/** A client that connected and said nothing within this is closed: a plant network scan holds no slot. */
+const CONNECT_TIMEOUT_MS = 10_000;
+/** CONNACK return code 4 (MQTT 3.1.1) / 0x86 (5.0): bad user name or password. */
+const BAD_USERNAME_OR_PASSWORD = 4;
+
+export interface BrokerAuth {
+  /** True when `password` is the input's push token (its hash compared, inends.ts). */
+  checkPassword(password: string): boolean;
+  /** A refused login: `address` is the client's IP, for the audit log. */
+  failed(address: string, username: string): void;
+}
+
+/** RHILEX's MqttEvent, keys in its order (Go marshals struct fields in order; topic and payload omitted when empty). */
+function eventJson(action: string, client: Client, username: string, topic?: string, payload?: Buffer): string {
+  const event: Record<string, unknown> = { action, clientid: client.id, username, ipaddress: remoteOf(client), ts: Date.now() };
+  if (topic !== undefined && topic !== '') event.topic = topic;
+  if (payload !== undefined && payload.length > 0) event.payload = payload.toString('utf8');
+  return JSON.stringify(event);
+}
+
+function remoteOf(client: Client): string {
+  const socket = client.conn as net.Socket;
+  const address = socket.remoteAddress ?? '';
+  return address.includes(':') ? `[${address}]:${socket.remotePort}` : `${address}:${socket.remotePort}`;
+}
+
+function addressOf(client: Client): string {
+  return (client.conn as net.Socket).remoteAddress ?? 'unknown';
+}
+
+export class MqttBrokerInput implements RunningInput {
+  readonly status = new InputStatus();
+  private readonly stopSignal = new StopSignal();
+  private readonly usernames = new WeakMap<Client, string>();
+  private broker: Aedes | undefined;
+  private server: net.Server | undefined;
+
+  constructor(
+    private readonly label: string,
+    private readonly config: MqttServerConfig,
+    private readonly sink: InputSink,
+    private readonly auth: BrokerAuth,
+    private readonly log: InputLog,
+  ) {}
+
+  async start(): Promise<void> {
+    const { host, port, anonymous, maxClients } = this.config;
+    const broker = new Aedes({
+      connectTimeout: CONNECT_TIMEOUT_MS,
+      authenticate: (client, username, password, done) => this.authenticate(client, username, password, done),
+      authorizePublish: (client, packet, done) => this.published(client, packet, done),
+      // The broker is an input: nobody reads the devices' messages through it.
+      authorizeSubscribe: (_client, _subscription, done) => done(null, null),
+      authorizeForward: () => null,
+    });
+    await broker.listen();
+    this.broker = broker;
+    broker.on('client', (client) => this.event('connect', client));
+    broker.on('clientDisconnect', (client) => this.event('disconnect', client));
+    const server = net.createServer((socket) => {
+      const client = broker.handle(socket);
+      this.limitPacketSize(client);
+    });
+    server.maxConnections = maxClients;
+    this.server = server;
+    server.on('error', (err) => {
+      this.status.set('error', err);
+      this.log('error', { input: this.label, err: errorText(err) }, `MQTT broker input ${this.label} on ${host}:${port}: ${errorText(err)}`);
+    });
+    await new Promise<void>((resolve) => {
+      server.once('listening', () => {
+        this.status.set('listening');
+        const listener = `mqtt://${host.includes(':') ? `[${host}]` : host}:${port}`;
+        this.log('info', { input: this.label, listener, serverName: this.config.serverName }, `MQTT broker input ${this.label} listening on ${listener}`);
+        if (anonymous) {
+          this.log('warn', { input: this.label, listener }, `MQTT broker input ${this.label} on ${listener} takes anonymous clients (config.anonymous: true): anyone who reaches the port can store data`);
+        }
+        resolve();
+      });
+      server.once('error', () => resolve());
+      server.listen(port, host);
+    });
+  }
+
+  private authenticate(client: Client, username: string | undefined, password: Readonly<Buffer | undefined>, done: (err: (Error & { returnCode: number }) | null, ok: boolean | null) => void): void {
+    const user = username ?? '';
+    if (this.config.anonymous || (password !== undefined && this.auth.checkPassword(password.toString('utf8')))) {
+      this.usernames.set(client, user);
+      done(null, true);
+      return;
+    }
+    this.auth.failed(addressOf(client), user);
+    done(Object.assign(new Error('bad user name or password'), { returnCode: BAD_USERNAME_OR_PASSWORD }), false);
+  }
+
+  private published(client: Client | null, packet: PublishPacket, done: (err?: Error | null) => void): void {
+    // A will of a client of another broker instance (aedes clustering): not ours.
+    if (client === null) return done(new Error('no client'));
+    this.status.messagesIn++;
+    if (packet.dup) this.status.redelivered++;
+    const payload = typeof packet.payload === 'string' ? Buffer.from(packet.payload) : packet.payload;
+    if (payload.length > this.config.maxMessageBytes) {
+      this.status.refused++;
+      return done(new Error(`message of ${payload.length} bytes is over maxMessageBytes ${this.config.maxMessageBytes}`));
+    }
+    // Retained messages would be kept by the broker for subscribers it refuses anyway.
+    packet.retain = false;
+    const event = eventJson('publish', client, this.usernames.get(client) ?? '', packet.topic, payload);
+    void deliver(this.sink, event, this.status, this.stopSignal).then((outcome) => {
+      // Stopped: no acknowledgement; the client sends the message again to the next broker it reaches.
+      done(outcome === 'stopped' ? new Error('input stopped') : null);
+    });
+  }
+
+  /** Connects and disconnects reach the rules as RHILEX sends them; dropped when the queue is full (they carry no data). */
+  private event(action: 'connect' | 'disconnect', client: Client): void {
+    if (this.stopSignal.isStopped) return;
+    try {
+      void this.sink([eventJson(action, client, this.usernames.get(client) ?? '')], { waitDurable: false }).catch(() => undefined);
+    } catch {
+      // queue full: an event is not worth holding a client for
+    }
+  }
+
+  /**
+   * mqtt-packet buffers a whole packet before aedes sees it; the remaining-length header is checked as
+   * soon as it is parsed, so a client announcing 256 MB is cut off before it sends them.
+   */
+  private limitPacketSize(client: Client): void {
+    const parser = (client as unknown as { _parser?: { _parseLength?: () => boolean; packet: { length: number }; _emitError(e: Error): void } })._parser;
+    if (parser === undefined || typeof parser._parseLength !== 'function') return;
+    const original = parser._parseLength.bind(parser);
+    // Topic, headers and properties ride on top of the payload: 64 KiB of room for them.
+    const limit = this.config.maxMessageBytes + 65_536;
+    parser._parseLength = () => {
+      const parsed = original();
+      if (parsed && parser.packet.length > limit) {
+        this.status.refused++;
+        parser._emitError(new Error(`packet of ${parser.packet.length} bytes is over the limit of ${limit}`));
+        return false;
+      }
+      return parsed;
+    };
+  }
+
+  async stop(): Promise<void> {
+    this.stopSignal.stop();
+    this.status.set('stopped');
+    const server = this.server;
+    const broker = this.broker;
+    this.server = undefined;
+    this.broker = undefined;
+    await Promise.all([
+      server === undefined ? undefined : new Promise<void>((resolve) => server.close(() => resolve())),
+      broker === undefined ? undefined : new Promise<void>((resolve) => broker.close(() => resolve())),
+    ]);
+  }
+}

@@ -1,0 +1,133 @@
+/**
+ * GENERIC_MQTT: a client (mqtt.js) of an existing broker, subscribed to config.subTopics. Each message
+ * reaches the rules as RHILEX sends it, `{"topic": "...", "payload": "<base64 of the message>"}`
+ * (RHILEX's source/generic_mqtt_source.go marshals the payload bytes, which Go writes as base64).
+ *
+ * Nothing acknowledged is lost: mqtt.js sends a QoS 1 PUBACK only once `handleMessage` calls back, which
+ * is once the message's records are stored (deliver.ts), and it handles the next packet only then: a
+ * stalled rule or a full queue leaves the socket unread (flow control) instead of dropping. A persistent
+ * session (clean: false, the configured fixed clientId, subscriptions made again on every connect) makes
+ * the broker keep the messages published while the service is down and deliver them when it is back.
+ * At least once: a message the broker sends again with DUP may be stored twice.
+ *
+ * QoS 2 is subscribed as QoS 1: mqtt.js answers PUBREC before it hands the message over, so a crash
+ * between the two would lose a message the broker counts as delivered.
+ *
+ * Reconnects are ours, not mqtt.js's fixed period: exponential backoff with jitter, 0.5 s to 30 s.
+ */
+import mqtt, { type IPublishPacket, type MqttClient } from 'mqtt';
+import type { MqttClientConfig } from '../scripts/shared/types.js';
+import { Backoff, StopSignal } from './backoff.js';
+import { deliver, type InputSink } from './deliver.js';
+import { errorText, InputStatus } from './input-status.js';
+import type { InputLog, RunningInput } from './running-input.js';
+
+const RECONNECT_FIRST_MS = 500;
+const RECONNECT_MAX_MS = 30_000;
+const CONNECT_TIMEOUT_MS = 10_000;
+const KEEPALIVE_S = 60;
+
+export class MqttClientInput implements RunningInput {
+  readonly status = new InputStatus();
+  private readonly stopSignal = new StopSignal();
+  private readonly backoff = new Backoff(RECONNECT_FIRST_MS, RECONNECT_MAX_MS);
+  private client: MqttClient | undefined;
+  private reconnectScheduled = false;
+
+  constructor(
+    private readonly label: string,
+    private readonly config: MqttClientConfig,
+    private readonly sink: InputSink,
+    private readonly log: InputLog,
+  ) {}
+
+  get url(): string {
+    const { host, port } = this.config;
+    return `mqtt://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  }
+
+  start(): Promise<void> {
+    const { clientId, username, password } = this.config;
+    const client = mqtt.connect(this.url, {
+      clientId,
+      username: username === '' ? undefined : username,
+      password: password === '' ? undefined : password,
+      clean: false,
+      protocolVersion: 4,
+      keepalive: KEEPALIVE_S,
+      connectTimeout: CONNECT_TIMEOUT_MS,
+      // Our own reconnects, with jitter (below); subscriptions are made on each connect.
+      reconnectPeriod: 0,
+      resubscribe: false,
+    });
+    this.client = client;
+    client.handleMessage = (packet, done) => this.received(packet, done);
+    client.on('connect', (connack) => {
+      this.backoff.reset();
+      this.status.set('connected');
+      this.log('info', { input: this.label, broker: this.url, clientId, sessionPresent: connack.sessionPresent }, `MQTT input ${this.label} connected to ${this.url} as ${clientId}`);
+      this.subscribe(client);
+    });
+    client.on('error', (err) => {
+      this.status.set('error', err);
+      this.log('warn', { input: this.label, broker: this.url, err: errorText(err) }, `MQTT input ${this.label} to ${this.url}: ${errorText(err)}`);
+    });
+    client.on('close', () => this.scheduleReconnect());
+    this.status.set('reconnecting');
+    this.log('info', { input: this.label, broker: this.url, topics: this.config.subTopics }, `MQTT input ${this.label} connecting to ${this.url}`);
+    return Promise.resolve();
+  }
+
+  private subscribe(client: MqttClient): void {
+    const qos = Math.min(this.config.qos, 1) as 0 | 1;
+    const topics = Object.fromEntries(this.config.subTopics.map((t) => [t, { qos }]));
+    client.subscribe(topics, (err, granted) => {
+      const refused = (granted ?? []).filter((g) => g.qos === 128).map((g) => g.topic);
+      if (err || refused.length > 0) {
+        const why = err ? errorText(err) : `the broker refused the subscription to ${refused.join(', ')}`;
+        this.status.set('error', why);
+        this.log('error', { input: this.label, broker: this.url, err: why }, `MQTT input ${this.label}: ${why}`);
+      }
+    });
+  }
+
+  private received(packet: IPublishPacket, done: (err?: Error) => void): void {
+    this.status.messagesIn++;
+    if (packet.dup) this.status.redelivered++;
+    const payload = typeof packet.payload === 'string' ? Buffer.from(packet.payload) : packet.payload;
+    if (payload.length > this.config.maxMessageBytes) {
+      // Acknowledged and counted: the broker would send it again and again, and it never fits.
+      this.status.refused++;
+      this.log('warn', { input: this.label, topic: packet.topic, bytes: payload.length }, `MQTT input ${this.label}: a message of ${payload.length} bytes on ${packet.topic} is over maxMessageBytes ${this.config.maxMessageBytes}: not stored`);
+      done();
+      return;
+    }
+    const args = JSON.stringify({ topic: packet.topic, payload: payload.toString('base64') });
+    void deliver(this.sink, args, this.status, this.stopSignal).then((outcome) => {
+      // Stopped before stored: no PUBACK; the broker keeps the message for our session.
+      if (outcome === 'stopped') done(new Error('input stopped'));
+      else done();
+    });
+  }
+
+  private scheduleReconnect(): void {
+    if (this.stopSignal.isStopped || this.reconnectScheduled) return;
+    if (this.status.current !== 'error') this.status.set('reconnecting');
+    this.reconnectScheduled = true;
+    void this.stopSignal.sleep(this.backoff.nextMs()).then((go) => {
+      this.reconnectScheduled = false;
+      if (!go || this.client === undefined) return;
+      this.client.reconnect();
+    });
+  }
+
+  async stop(): Promise<void> {
+    this.stopSignal.stop();
+    this.status.set('stopped');
+    const client = this.client;
+    this.client = undefined;
+    if (client === undefined) return;
+    // Forced: messages not yet stored get no PUBACK and stay with the broker for our session.
+    await new Promise<void>((resolve) => client.end(true, {}, () => resolve()));
+  }
+}
