@@ -201,7 +201,7 @@ export function inputsPanel({ inends, rules, healthCells, refreshHealth, reload 
         ? h('span', {}, h('code', { class: 'wrap', text: `POST ${pushUrl(i.uuid)}` }), ' ', copyButton(pushUrl(i.uuid), 'Copy', `Copy the push URL of ${i.name}`),
           tok ? [' ', copyButton(tok, 'Copy token', `Copy the push token of ${i.name}`)] : null)
         : h('span', { text: summary(i) });
-      return h('tr', { 'data-input-row': i.uuid }, h('td', { text: i.name }), h('td', { title: typeLabel(i.type), text: i.type }), h('td', {}, h('code', { text: i.uuid })), h('td', {}, details), health, h('td', { class: 'row-actions' }, editBtn, rotateBtn, delBtn));
+      return h('tr', { 'data-input-row': i.uuid }, h('td', { text: i.name }), h('td', {}, typeLabel(i.type), i.type !== typeLabel(i.type) ? h('code', { class: 'type-code' }, i.type.split('_').flatMap((part, n) => (n ? ['_', h('wbr'), part] : [part]))) : null), h('td', {}, h('code', { text: i.uuid })), h('td', {}, details), health, h('td', { class: 'row-actions' }, editBtn, rotateBtn, delBtn));
     });
   }
 
