@@ -112,7 +112,9 @@ export class MqttClientInput implements RunningInput {
 
   private scheduleReconnect(): void {
     if (this.stopSignal.isStopped || this.reconnectScheduled) return;
-    if (this.status.current !== 'error') this.status.set('reconnecting');
+    // A close after an error keeps the error; a close of a good connection is news of its own.
+    if (this.status.current === 'connected') this.status.set('reconnecting', `the connection to ${this.url} closed`);
+    else if (this.status.current !== 'error') this.status.set('reconnecting');
     this.reconnectScheduled = true;
     void this.stopSignal.sleep(this.backoff.nextMs()).then((go) => {
       this.reconnectScheduled = false;
