@@ -189,9 +189,8 @@ describe('the rule editor for an MQTT input', () => {
   });
 });
 
-// These need the server side of issue 33 (the three types in src/scripts/inends.ts and src/inputs), not
-// committed yet: until then the server answers 400 for the types. Unskip once it lands.
-describe.skip('the three input types, created through the UI', () => {
+// Against the real server side of issue 33 (src/inputs, src/scripts/input-configs.ts).
+describe('the three input types, created through the UI', () => {
   it('an MQTT client of a broker that is not there: listed, reconnecting with the connection error', async () => {
     const { page, base } = env;
     const port = await freeTcpPort();
