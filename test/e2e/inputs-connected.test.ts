@@ -1,24 +1,52 @@
 /**
  * The inputs devices speak (contract 21, issue 33) in a real browser: an MQTT client of a broker, the
  * built-in MQTT broker and a UDP server are created through the New input form and listed with their
- * connection state; the built-in broker's password (the push token) is shown once; a config the browser
- * refuses never reaches the server, and one the server refuses shows the server's message at the field it
- * names; the health cell renders the connection block of `inends/stats` (state since when, last error,
- * messages in, stored, refused, redelivered); the rule editor says what `args` holds for an MQTT input and
- * its sample decodes the base64 payload.
+ * connection state; the built-in broker's password (the push token) is shown once, a device logs in with
+ * it and what it publishes is stored by a rule made from the UI's sample, and the password rotates from the
+ * list; a UDP datagram is stored and a longer one refused and counted; a config the browser refuses never
+ * reaches the server, and one the server refuses shows the server's message at the field it names; the
+ * health cell renders the connection block of `inends/stats` (state since when, last error, messages in,
+ * stored, refused, redelivered); the rule editor says what `args` holds for an MQTT input and its sample
+ * decodes the base64 payload.
  */
 import { createSocket } from 'node:dgram';
 import { createServer } from 'node:net';
+import mqtt from 'mqtt';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { api, setup, shot, signIn, type Env } from './harness.js';
+import { SECRET, api, setup, shot, signIn, type Env } from './harness.js';
 
 let env: Env;
 let model: string;
+/** The built-in broker made through the UI: its port and the password the UI showed. */
+let broker: { uuid: string; port: number; token: string } | undefined;
+
+const storedTotal = async (base: string): Promise<number> => {
+  const res = await fetch(`${base}/api/v1/datacenter/queryDataList?uuid=${model}&size=1`, { headers: { 'X-Api-Secret': SECRET } });
+  return ((await res.json()) as { data: { total: number } }).data.total;
+};
+
+function sendDatagram(port: number, body: string | Buffer): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const socket = createSocket('udp4');
+    socket.send(body, port, '127.0.0.1', (err) => { socket.close(); if (err) reject(err); else resolve(); });
+  });
+}
 
 interface Inend { uuid: string; name: string; type: string; config: Record<string, unknown> }
 interface Connection { state: string; lastError: string | null; since: string }
 interface Stats { connection?: Connection; messagesIn?: number; stored?: number; refused?: number; redelivered?: number }
+
+/** A rule storing the {tag, value} rows of a payload (the UI's sample for a UDP input, shortened). */
+const udpRule = (uuid: string) => `Actions = { function(args)
+  local rows, err = json:J2T(args)
+  if err ~= nil then Throw(err); return true, args end
+  local t = {}
+  for _, row in ipairs(rows) do t[row.tag] = row.value end
+  local err = rds:Save("${uuid}", t)
+  if err ~= nil then Throw(err); return 0 end
+  return true, args
+end }`;
 
 /** A TCP port nothing listens on now (taken from the kernel, then released). */
 function freeTcpPort(): Promise<number> {
@@ -191,7 +219,7 @@ describe('the rule editor for an MQTT input', () => {
 
 // Against the real server side of issue 33 (src/inputs, src/scripts/input-configs.ts).
 describe('the three input types, created through the UI', () => {
-  it('an MQTT client of a broker that is not there: listed, reconnecting with the connection error', async () => {
+  it('an MQTT client of a broker that is not there: listed as Reconnecting or Error with the connection error', async () => {
     const { page, base } = env;
     const port = await freeTcpPort();
     await openRules(page, base);
@@ -238,13 +266,61 @@ describe('the three input types, created through the UI', () => {
     expect(input.config).toMatchObject({ host: '127.0.0.1', port, anonymous: false });
     expect(JSON.stringify(input)).not.toContain(token);
     await expect.poll(() => connectionText(page, input.uuid), { timeout: 15_000 }).toMatch(/^Listening since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d/);
+    broker = { uuid: input.uuid, port, token };
     // Shown once: after a reload the page has no way to show it again.
     await openRules(page, base);
     expect(await page.content()).not.toContain(token);
     expect(env.problems).toEqual([]);
   });
 
-  it('a UDP server with the defaults but its port: listed as listening', async () => {
+  it('a device logs in to the built-in broker with the password the UI showed; the rule from the UI\'s sample stores what it publishes', async () => {
+    const { page, base } = env;
+    expect(broker).toBeDefined();
+    const { uuid, port, token } = broker!;
+    // The rule: the link of the created panel's kind, with the sample for a built-in broker's events.
+    await page.goto(`${base}/#/rules/new?input=${uuid}&schema=${model}`);
+    await page.reload();
+    const actions = page.locator('#code-actions');
+    await actions.waitFor();
+    expect(await actions.inputValue()).toContain('if body.action ~= "publish" then');
+    expect(await actions.inputValue()).toContain('json:J2T(body.payload)');
+    await page.getByLabel('Name', { exact: true }).fill('store broker');
+    await page.getByRole('button', { name: 'Create rule' }).click();
+    await page.waitForURL(/#\/rules\/RULE/);
+    const before = await storedTotal(base);
+    const device = await mqtt.connectAsync(`mqtt://127.0.0.1:${port}`, { clientId: 'e2e-device', username: 'device', password: token, reconnectPeriod: 0, connectTimeout: 10_000 });
+    try {
+      await device.publishAsync('plant/line1', JSON.stringify([{ tag: 'temperature', value: 21.5 }]), { qos: 1 });
+    } finally {
+      await device.endAsync();
+    }
+    // The PUBACK came once the record was stored.
+    expect(await storedTotal(base)).toBe(before + 1);
+    await openRules(page, base);
+    await expect.poll(() => connectionText(page, uuid), { timeout: 15_000 }).toContain('1 in · 1 stored · 0 refused · 0 redelivered');
+    expect(env.problems).toEqual([]);
+  });
+
+  it('the broker\'s password rotates from the list: the old one is refused at login, the new one shown once logs in', async () => {
+    const { page, base } = env;
+    const { port, token } = broker!;
+    await openRules(page, base);
+    await page.getByRole('button', { name: 'Rotate the push token of broker' }).click();
+    const dialog = page.getByRole('dialog');
+    expect(await dialog.textContent()).toContain('a client logging in to this broker with it is refused');
+    await dialog.getByRole('button', { name: 'Rotate token' }).click();
+    await page.locator('#rotated-push-token').waitFor();
+    const fresh = (await page.locator('#rotated-push-token').textContent())!;
+    expect(fresh).not.toBe(token);
+    const login = (password: string) => mqtt.connectAsync(`mqtt://127.0.0.1:${port}`, { username: 'device', password, reconnectPeriod: 0, connectTimeout: 5_000 });
+    await expect(login(token)).rejects.toThrow();
+    const ok = await login(fresh);
+    await ok.endAsync();
+    broker!.token = fresh;
+    expect(env.problems).toEqual([]);
+  });
+
+  it('a UDP server with the defaults but its port: listed as listening; a datagram stored, a longer one refused and counted', async () => {
     const { page, base } = env;
     const port = await freeUdpPort();
     await openRules(page, base);
@@ -258,6 +334,14 @@ describe('the three input types, created through the UI', () => {
     const input = await inputNamed(base, 'udp sensors');
     expect(input.config).toMatchObject({ host: '127.0.0.1', port, maxDataLength: 1024 });
     await expect.poll(() => connectionText(page, input.uuid), { timeout: 15_000 }).toMatch(/^Listening since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d/);
+    // A datagram is stored by a rule reading the input; one longer than maxDataLength is refused and counted.
+    await api(base, 'POST', 'rules/create', { name: 'store udp', fromSource: [input.uuid], actions: udpRule(model) });
+    const before = await storedTotal(base);
+    await sendDatagram(port, JSON.stringify([{ tag: 'temperature', value: 19.25 }]));
+    await sendDatagram(port, Buffer.alloc(1025, 0x20));
+    await openRules(page, base);
+    await expect.poll(() => connectionText(page, input.uuid), { timeout: 15_000 }).toContain('2 in · 1 stored · 1 refused · 0 redelivered');
+    expect(await storedTotal(base)).toBe(before + 1);
     await shot(page, 'inputs-connected-list', { fullPage: true, doc: 'inputs-connected' });
     expect(env.problems).toEqual([]);
   });
