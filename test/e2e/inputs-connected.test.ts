@@ -88,6 +88,20 @@ async function newInput(page: Page, name: string, type: string): Promise<void> {
 const inputNamed = async (base: string, name: string): Promise<Inend> =>
   (await api<Inend[]>(base, 'GET', 'inends/list')).find((i) => i.name === name)!;
 
+/** Controls of the page without an accessible name (as keyboard.test.ts checks the main screens). */
+function unnamedControls(page: Page): Promise<string[]> {
+  return page.evaluate<string[]>(`(() => {
+    const bad = [];
+    for (const el of document.querySelectorAll('input, select, textarea, button, a[href]')) {
+      if (el.closest('[hidden]') || el.type === 'hidden' || el.getAttribute('aria-hidden') === 'true') continue;
+      const named = (el.labels && el.labels.length) || el.getAttribute('aria-label') || el.getAttribute('aria-labelledby')
+        || ((el.tagName === 'BUTTON' || el.tagName === 'A') && el.textContent.trim());
+      if (!named) bad.push(el.outerHTML.slice(0, 120));
+    }
+    return bad;
+  })()`);
+}
+
 /** The health cell of an input once its connection block shows. */
 async function connectionText(page: Page, uuid: string): Promise<string> {
   const block = page.locator(`#inputs-table td[data-input="${uuid}"] .conn`);
@@ -140,11 +154,16 @@ describe('the browser checks a config before sending it', () => {
     page.off('request', count);
     expect(sent).toBe(0);
 
+    expect(await unnamedControls(page)).toEqual([]);
+    await form.getByLabel('Type').selectOption('GENERIC_MQTT_SERVER');
+    expect(await unnamedControls(page)).toEqual([]);
+
     // The UDP server's defaults (RHILEX's): 0.0.0.0, 6200, 1024.
     await form.getByLabel('Type').selectOption('UDP_SERVER');
     expect(await form.getByLabel('Listen on (host)').inputValue()).toBe('0.0.0.0');
     expect(await form.getByLabel('Port', { exact: true }).inputValue()).toBe('6200');
     expect(await form.getByLabel('Longest datagram (bytes)').inputValue()).toBe('1024');
+    expect(await unnamedControls(page)).toEqual([]);
     await form.getByRole('button', { name: 'Cancel' }).click();
     expect(env.problems).toEqual([]);
   });
@@ -270,6 +289,28 @@ describe('the three input types, created through the UI', () => {
     // Shown once: after a reload the page has no way to show it again.
     await openRules(page, base);
     expect(await page.content()).not.toContain(token);
+    expect(env.problems).toEqual([]);
+  });
+
+  it('an anonymous built-in broker: no password shown, no token to rotate', async () => {
+    const { page, base } = env;
+    const port = await freeTcpPort();
+    await openRules(page, base);
+    await newInput(page, 'open broker', 'GENERIC_MQTT_SERVER');
+    const form = page.getByRole('form', { name: 'New input' });
+    await form.getByLabel('Port', { exact: true }).fill(String(port));
+    await form.getByLabel('Anonymous: no username or password').check();
+    await form.getByRole('button', { name: 'Create input' }).click();
+    await page.locator('#input-created h3', { hasText: 'Input "open broker" created' }).waitFor();
+    expect(await page.locator('#created-login').textContent()).toBe('none: anonymous clients are accepted');
+    expect(await page.locator('#created-push-token').count()).toBe(0);
+    expect(await page.locator('#created-mqtt-pub').textContent()).not.toContain(' -P ');
+    const input = await inputNamed(base, 'open broker');
+    expect(input.config).toMatchObject({ port, anonymous: true });
+    expect(await page.getByRole('button', { name: 'Rotate the push token of open broker' }).count()).toBe(0);
+    const anyone = await mqtt.connectAsync(`mqtt://127.0.0.1:${port}`, { reconnectPeriod: 0, connectTimeout: 5_000 });
+    await anyone.endAsync();
+    await api(base, 'DELETE', `inends/del?uuid=${input.uuid}`);
     expect(env.problems).toEqual([]);
   });
 
