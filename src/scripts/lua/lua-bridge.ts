@@ -38,7 +38,7 @@ export interface RecordStore {
  */
 const LAZY_KEYS_MAX = 64;
 const LAZY_TEXT_MAX = 16 * 1024;
-/** Parsed objects of lazy tables, by the address of their JSON text (a miss parses the text again). */
+/** Parsed objects of the running invocation's lazy tables, by the address of their JSON text (a miss parses the text again). */
 const PARSED_CACHE_MAX = 256;
 const INT64_LIMIT = 2 ** 63;
 
@@ -168,6 +168,9 @@ export class LuaBridge {
   clearPayload(): void {
     this.payloadPointer = 0;
     this.payloadText = '';
+    // Held past its invocation, every parsed object would outlive a young-generation collection and be
+    // promoted; a table kept for a later invocation (rare) has its text parsed again.
+    this.parsed.clear();
   }
 
   /** `j2t(text)`: the decoded value, or nil and JSON.parse's message; nothing for a top-level null. */
