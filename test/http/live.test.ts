@@ -165,6 +165,35 @@ describe('SSE stream (contract 11)', () => {
     await s.close();
   });
 
+  it('mode=latest keeps 100 ms between sends when the loop was too busy to run the gap timer on time', async () => {
+    const s = await open(`/api/v1/datacenter/stream?uuid=${a}&select=id&mode=latest`);
+    await s.next(1);
+    const blockUntil = (ms: number) => {
+      while (Date.now() < ms);
+    };
+    const idOf = (e: Event) => e.data.record.id as number;
+    const first = save(a, { v: 0, note: 'first' });
+    expect((await s.next(1)).map(idOf)).toEqual([first]);
+    const seenFirstMs = Date.now();
+    // The next record waits for its gap: the feed's tick hands it over and a timer is armed.
+    save(a, { v: 0, note: 'waits' });
+    await new Promise((r) => setTimeout(r, 30));
+    // The loop is held past the timer's moment; two records come in one tick after it. The first goes
+    // at once, so the second must wait another 100 ms (measured from before either was saved).
+    blockUntil(seenFirstMs + 150);
+    const beforeMs = Date.now();
+    save(a, { v: 0, note: 'at once' });
+    const last = save(a, { v: 0, note: 'waits again' });
+    const got: Array<{ id: number; atMs: number }> = [];
+    for (const until = Date.now() + 30_000; got.at(-1)?.id !== last && Date.now() < until; ) {
+      for (const e of await s.next(1, 1000)) got.push({ id: idOf(e), atMs: Date.now() });
+    }
+    expect(first).toBeLessThan(last);
+    expect(got.at(-1)?.id).toBe(last);
+    expect(got.at(-1)!.atMs - beforeMs).toBeGreaterThanOrEqual(99);
+    await s.close();
+  });
+
   // Contract 11: "A comment line every 15 s keeps proxies open". A real wait: the interval is the contract's.
   // The stream counts the interval in timer ticks, which a busy machine delays: the comment is waited for
   // (the ceiling only turns a missing one into a failure), and must not come early.

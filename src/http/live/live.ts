@@ -191,6 +191,10 @@ export class LiveClient {
   private flushLatest(c: Cursor): void {
     const r = c.pending;
     if (r === undefined || !this.cursors.has(c.uuid)) return;
+    // A send made while a timer was due (a busy loop runs the feed's tick first) restarts the 100 ms:
+    // the old timer would send the next record at once.
+    clearTimeout(c.timer);
+    c.timer = undefined;
     c.pending = undefined;
     c.sentAtMs = Date.now();
     this.deliver(c, r);
