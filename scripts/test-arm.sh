@@ -60,9 +60,10 @@ TESTS=(
   # call on a busy host exceeds (3 of its cases failed so at load 10; all passed at load 4).
 )
 # Cases skipped under emulation, each with its reason (printed; names are regular expressions): they
-# assert timing that qemu's slower CPU changes, not behaviour, and run on x64 in npm test.
+# assert timing that qemu's slower CPU changes, not behaviour, and run on x64 in npm test. (The case
+# "mode=latest sends at most one record per 100 ms" was skipped here until it turned out to be a bug that
+# a slow loop shows: an overdue gap timer let the next record out at once.)
 SKIPS=(
-  'mode=latest sends at most one record per 100 ms|a rate ceiling from the test'"'"'s own clock: emulation'"'"'s scheduling delays let one more event in (16 for 15 seen)'
   'writes go out while an fdatasync is in flight|needs writes to arrive during a 3 ms simulated fdatasync; emulated writes take longer than that, so none overlap'
 )
 
