@@ -61,6 +61,7 @@ export type EngineView = Pick<
   | 'push'
   | 'faults'
   | 'queueDepth'
+  | 'networkInputs'
 >;
 
 export interface HttpDeps {

@@ -11,7 +11,7 @@
  */
 import { collectDefaultMetrics, Counter, Gauge, type Metric, Registry } from 'prom-client';
 import type { LatencySnapshot } from '../../store/base/latency.js';
-import type { RuleStats } from '../../scripts/shared/types.js';
+import type { NetworkInputStats, RuleStats } from '../../scripts/shared/types.js';
 import type { ModelLogStats } from '../../store/base/types.js';
 import type { ConnectionGate } from '../guards/connections.js';
 import type { EngineView, RegistryView } from '../core/deps.js';
@@ -282,6 +282,34 @@ export function createMetrics(src: MetricsSources): Metrics {
     collect() {
       this.reset();
       for (const { uuid } of engine.listInends()) this.set({ input: uuid }, engine.queueDepth(uuid));
+    },
+  });
+  // The UDP and MQTT inputs (src/inputs/): their message counters and connection state.
+  const inputCounter = (name: string, help: string, pick: (s: NetworkInputStats) => number): void => {
+    new Counter({
+      name,
+      help,
+      labelNames: ['input', 'type'],
+      registers,
+      collect() {
+        const inputs = engine.networkInputs();
+        this.reset();
+        for (const { uuid, type, stats } of inputs) this.inc({ input: uuid, type }, num(pick(stats)));
+      },
+    });
+  };
+  inputCounter('edge_input_messages_in_total', 'Messages (UDP datagrams, MQTT PUBLISH) that reached a network input.', (s) => s.messagesIn);
+  inputCounter('edge_input_messages_stored_total', 'Messages of a network input whose records are stored (MQTT: acknowledged then).', (s) => s.stored);
+  inputCounter('edge_input_messages_refused_total', 'Messages a network input refused: too long, queue full (UDP), over the size limit.', (s) => s.refused);
+  inputCounter('edge_input_messages_redelivered_total', 'MQTT messages that arrived with DUP set (may be stored twice: at least once).', (s) => s.redelivered);
+  new Gauge({
+    name: 'edge_input_connection_state',
+    help: 'The state of each network input: 1 for its current state (listening, connected, reconnecting, error, stopped).',
+    labelNames: ['input', 'type', 'state'],
+    registers,
+    collect() {
+      this.reset();
+      for (const { uuid, type, stats } of engine.networkInputs()) this.set({ input: uuid, type, state: stats.connection.state }, 1);
     },
   });
 

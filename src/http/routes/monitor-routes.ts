@@ -32,13 +32,18 @@ export function addMonitorRoutes(router: Router, src: MonitorSources): void {
   router.group({ prefix: '', guard: publicUnlessBearer(monitor) }, (g) => {
     g.get('/healthz', (ctx) => ({
       ...health(registry, engine),
-      ...(bearerToken(ctx) === undefined ? {} : { version: src.version }),
+      ...(bearerToken(ctx) === undefined ? {} : { version: src.version, inputs: inputsView(engine) }),
       uptimeS: Math.floor((Date.now() - startedAt) / 1000),
       models: registry.list().length,
       // From when the engine was optional; monitors may still read it.
       scripts: 'on',
     }));
   });
+}
+
+/** The network inputs with their connection (the last error only here: it may name hosts and users). */
+function inputsView(engine: EngineView): Array<{ uuid: string; name: string; type: string; state: string; lastError: string | null; since: string }> {
+  return engine.networkInputs().map(({ uuid, name, type, stats }) => ({ uuid, name, type, ...stats.connection }));
 }
 
 /**
@@ -60,5 +65,10 @@ function health(registry: RegistryView, engine: EngineView): { status: 'ok' | 'd
     }
   }
   reasons.push(...engine.faults());
+  // A network input that cannot listen or lost its broker takes no data: worth a monitor's look.
+  for (const { uuid, name, type, stats } of engine.networkInputs()) {
+    const { state, since } = stats.connection;
+    if (state === 'error' || state === 'reconnecting') reasons.push(`input ${name} (${uuid}, ${type}) is ${state} since ${since}`);
+  }
   return reasons.length === 0 ? { status: 'ok' } : { status: 'degraded', reasons };
 }
