@@ -103,7 +103,8 @@ describe('working order', () => {
     expect(await actions.inputValue()).toContain(`rds:Save("${uuid}"`);
     expect(await page.locator(`input.src-box[value="${inputUuid}"]`).isChecked()).toBe(true);
     await page.getByRole('button', { name: 'Validate' }).click();
-    await expect.poll(() => page.locator('form .status-line').first().textContent()).toContain('compiles');
+    // The first validate of a fresh service may wait for a worker on a busy machine: more than poll's 1 s.
+    await expect.poll(() => page.locator('form .status-line').first().textContent(), { timeout: 10_000 }).toContain('compiles');
     await shot(page, '06-rule-editor', { doc: 'rule-editor', fullPage: true });
     await page.getByRole('button', { name: 'Create rule' }).click();
     await page.waitForURL(/#\/rules\/RULE[2-9A-Z]{8}$/);

@@ -40,7 +40,8 @@ export async function renderRuleEditor(ctx, ruleId) {
   const chosenTypes = () => [...new Set([...sources.querySelectorAll('.src-box')].filter((b) => b.checked).map((b) => typeOf[b.value]).filter(Boolean))];
   // What args holds, for the types of the checked inputs (all types while none is checked).
   const argsList = h('dl');
-  const argsHelp = h('details', { class: 'args-help', id: 'args-help' }, h('summary', { text: 'What args holds for these inputs' }), argsList);
+  const sampleNote = h('p', { class: 'hint' });
+  const argsHelp = h('details', { class: 'args-help', id: 'args-help' }, h('summary', { text: 'What args holds for these inputs' }), argsList, sampleNote);
   const sampleType = () => chosenTypes()[0];
   const showArgsHelp = () => {
     const checked = chosenTypes();
@@ -50,7 +51,9 @@ export async function renderRuleEditor(ctx, ruleId) {
       return [h('dt', { text: `${typeLabel(t)} (${t})` }), h('dd', {}, h('code', { class: 'wrap', text: help.shape }), h('p', { class: 'hint', text: help.note }))];
     }));
     if (checked.some((t) => t !== 'HTTP' && t !== 'SIMULATOR')) argsHelp.open = true;
-    insertSample.textContent = `Insert sample for this model${sampleType() ? ` (${typeLabel(sampleType())} input)` : ''}`;
+    sampleNote.textContent = sampleType()
+      ? `The samples read args as the first checked input, a ${typeLabel(sampleType())} input, hands it over.`
+      : 'The samples read args as an HTTP push input hands it over; check an input to read it as that input does.';
   };
   sources.addEventListener('change', () => { showArgsHelp(); tryPanel.refillIfUntouched(); });
 
