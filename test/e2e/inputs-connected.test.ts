@@ -1,5 +1,6 @@
 /**
- * The inputs devices speak (contract 21, issue 33) in a real browser: an MQTT client of a broker, the
+ * The inputs devices speak (contract 21, issue 33) in a real browser: an MQTT client of a broker (absent,
+ * then a real mosquitto that the test starts and stops, where it shows Connected and stores), the
  * built-in MQTT broker and a UDP server are created through the New input form and listed with their
  * connection state; the built-in broker's password (the push token) is shown once, a device logs in with
  * it and what it publishes is stored by a rule made from the UI's sample, and the password rotates from the
@@ -15,6 +16,7 @@ import mqtt from 'mqtt';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SECRET, api, setup, shot, signIn, type Env } from './harness.js';
+import { startMosquitto, type Mosquitto } from '../inputs/support.js';
 
 let env: Env;
 let model: string;
@@ -261,6 +263,46 @@ describe('the three input types, created through the UI', () => {
     expect(await connectionText(page, input.uuid)).toMatch(/Last connection error: .*(ECONNREFUSED|refused)/i);
     expect(await connectionText(page, input.uuid)).toContain('0 in · 0 stored · 0 refused · 0 redelivered');
     await shot(page, 'inputs-mqtt-client', { fullPage: true });
+    expect(env.problems).toEqual([]);
+  });
+
+  it('an MQTT client of a real mosquitto: Connected; a message published there is stored by the rule from the UI\'s sample', async () => {
+    const { page, base } = env;
+    let broker: Mosquitto | undefined;
+    try {
+      broker = await startMosquitto();
+      await openRules(page, base);
+      await newInput(page, 'mosquitto', 'GENERIC_MQTT');
+      const form = page.getByRole('form', { name: 'New input' });
+      await form.getByLabel('Broker port').fill(String(broker.port));
+      await form.getByLabel('Topics (one per line)').fill('plant/#');
+      await form.getByRole('button', { name: 'Create input' }).click();
+      await page.locator('#input-created h3', { hasText: 'Input "mosquitto" created' }).waitFor();
+      const input = await inputNamed(base, 'mosquitto');
+      await expect.poll(() => connectionText(page, input.uuid), { timeout: 20_000 }).toMatch(/^Connected since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d/);
+      // The rule: the created panel's link, with the sample for an MQTT client's {topic, payload}.
+      await page.getByRole('link', { name: 'Write a rule for this input' }).click();
+      const actions = page.locator('#code-actions');
+      await actions.waitFor();
+      expect(await actions.inputValue()).toContain('json:base64J2T(body.payload)');
+      await page.getByLabel('Name', { exact: true }).fill('store mosquitto');
+      await page.getByRole('button', { name: 'Create rule' }).click();
+      await page.waitForURL(/#\/rules\/RULE/);
+      const before = await storedTotal(base);
+      const device = await mqtt.connectAsync(`mqtt://127.0.0.1:${broker.port}`, { clientId: 'e2e-publisher', reconnectPeriod: 0, connectTimeout: 10_000 });
+      try {
+        await device.publishAsync('plant/line1/temp', JSON.stringify([{ tag: 'temperature', value: 23.75 }]), { qos: 1 });
+      } finally {
+        await device.endAsync();
+      }
+      await expect.poll(() => storedTotal(base), { timeout: 15_000 }).toBe(before + 1);
+      await openRules(page, base);
+      await expect.poll(() => connectionText(page, input.uuid), { timeout: 15_000 }).toContain('1 in · 1 stored · 0 refused · 0 redelivered');
+      await api(base, 'DELETE', `rules/del?uuid=${(await api<Array<{ uuid: string; name: string }>>(base, 'GET', 'rules/list')).find((r) => r.name === 'store mosquitto')!.uuid}`);
+      await api(base, 'DELETE', `inends/del?uuid=${input.uuid}`);
+    } finally {
+      await broker?.stop();
+    }
     expect(env.problems).toEqual([]);
   });
 
