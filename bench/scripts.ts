@@ -7,6 +7,7 @@
  *
  * The load generator is a child process, so the server's CPU time per record is its own.
  * Usage: npm run bench:scripts [-- --seconds 5 --connections 32 --lines 1000 --sync-interval-ms 1000]
+ * `--quick`: only the end-to-end run with 1 worker, printed and not written (for alternating A/B runs).
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { Agent } from 'node:http';
@@ -25,6 +26,7 @@ import { postBody } from './http-post.js';
 import { runInChild, serveChildJob } from './child-job.js';
 import { BENCH_ADMIN, SAMPLE_ATTRIBUTES, readSampleRule, sampleActions, samplePayload, setUpSampleRule } from './sample-rule.js';
 import { printTable, writeResults, type Figure } from './report.js';
+import { threadCpuMs, threadSplit } from './targets.js';
 
 const TARGET_RECORDS_PER_S = 100_000;
 
@@ -106,6 +108,8 @@ interface EndToEnd {
   /** Sequential single-payload pushes answered per second (contract 9: not held by the sync interval). */
   singlePerS: number;
   rejected: number;
+  /** The service's CPU a record by thread: main thread, the Lua workers, the rest (V8's GC and compiler, libuv). */
+  threads: { main: number; workers: number; rest: number };
 }
 
 interface RunOptions {
@@ -151,8 +155,13 @@ async function endToEnd(workers: number, opts: RunOptions, sample: string): Prom
       await clientProcess({ ...job, seconds: 1 });
       progress(`  ${workers} worker(s): ${opts.connections} connections x ${opts.lines} lines for ${opts.seconds} s`);
       const cpu = process.cpuUsage();
+      const threadsBefore = threadCpuMs(process.pid);
       const load = await clientProcess({ ...job, seconds: opts.seconds });
+      const threadsAfter = threadCpuMs(process.pid);
       const used = process.cpuUsage(cpu);
+      const split = threadSplit(threadsBefore, threadsAfter, process.pid, load.accepted, workers);
+      const threads = { main: split.main, workers: split.busiest, rest: split.rest };
+      progress(`  ${workers} worker(s): server CPU per record by thread: ${formatThreads(threads)}`);
       if (load.failed > 0) throw new Error(`${load.failed} payloads failed in the rule`);
       progress(`  ${workers} worker(s): single-payload pushes, one at a time`);
       const single = await clientProcess({ ...job, single: true, seconds: 2 });
@@ -167,6 +176,7 @@ async function endToEnd(workers: number, opts: RunOptions, sample: string): Prom
         singleP99Ms: percentile(singleSorted, 0.99),
         singlePerS: single.accepted / single.seconds,
         rejected: load.rejected,
+        threads,
       };
     } finally {
       await service.stop();
@@ -174,6 +184,11 @@ async function endToEnd(workers: number, opts: RunOptions, sample: string): Prom
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+function formatThreads(t: EndToEnd['threads']): string {
+  const total = t.main + t.workers + t.rest;
+  return `main ${t.main.toFixed(2)} / workers ${t.workers.toFixed(2)} / rest ${t.rest.toFixed(2)} = ${total.toFixed(2)} µs`;
 }
 
 // ---------------------------------------------------------------- one worker, and the store alone
@@ -261,6 +276,7 @@ async function main(): Promise<void> {
       lines: { type: 'string', default: '1000' },
       'sync-interval-ms': { type: 'string', default: '1000' },
       client: { type: 'boolean', default: false },
+      quick: { type: 'boolean', default: false },
     },
   });
   const opts = {
@@ -271,6 +287,12 @@ async function main(): Promise<void> {
   };
   const sample = await readSampleRule();
   const loadBefore = loadavg()[0];
+  if (args.quick) {
+    const e = await endToEnd(1, opts, sample);
+    console.log(`1 worker: ${Math.round(e.recordsPerS)} records/s, server CPU per record ${e.cpuUsPerRecord.toFixed(2)} µs`);
+    console.log(`by thread: ${formatThreads(e.threads)}; load ${loadBefore.toFixed(1)} -> ${loadavg()[0].toFixed(1)}`);
+    return;
+  }
 
   progress('store alone (ModelLog.save, sync = interval)');
   const direct = await storeDirect(1_000_000);
@@ -305,7 +327,8 @@ async function main(): Promise<void> {
     `sync_interval_ms = ${opts.syncIntervalMs}, the default); a push answers once its records are stored and visible, without`,
     'waiting for the next sync (contract 9). The baseline column is the same records appended straight to a',
     'ModelLog (no HTTP, no Lua). "server CPU per record" is the service process (main thread + workers) and does not',
-    'depend on what else runs on the machine; records/s does. Load average (1 min) on this shared machine:',
+    'depend on what else runs on the machine; records/s does. By thread (/proc, same timed part), 1 worker:',
+    `${formatThreads(e1.threads)}; 2 workers: ${formatThreads(e2.threads)}. Load average (1 min) on this shared machine:`,
     `${loadBefore.toFixed(1)} before the run, ${loadAfter.toFixed(1)} after.${e1.rejected + e2.rejected > 0 ? ` 503 answers (queue full): ${e1.rejected + e2.rejected}.` : ''}`,
   ].join('\n');
   await writeResults('scripts', 'Rule runtime, end to end', 'store alone', figures, notes);

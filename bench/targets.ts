@@ -150,13 +150,28 @@ export function threadCpuMs(pid: number): Map<number, number> {
  * (V8's GC and compiler threads, libuv's pool).
  */
 export function threadSplitUs(before: Map<number, number>, after: Map<number, number>, pid: number, records: number): string {
+  const { main, busiest, rest } = threadSplit(before, after, pid, records, 1);
+  const us = (value: number) => `${value.toFixed(2)} µs`;
+  return `server CPU per record by thread: main ${us(main)}, busiest other thread ${us(busiest)}, the rest ${us(rest)}`;
+}
+
+/**
+ * The same split as numbers (µs a record): the main thread, the `busiestCount` busiest other threads
+ * together (the Lua workers, when the process runs that many), and the rest.
+ */
+export function threadSplit(
+  before: Map<number, number>,
+  after: Map<number, number>,
+  pid: number,
+  records: number,
+  busiestCount: number,
+): { main: number; busiest: number; rest: number } {
   const used = [...after].map(([tid, ms]) => ({ tid, ms: ms - (before.get(tid) ?? 0) }));
   const main = used.find((t) => t.tid === pid)?.ms ?? 0;
   const others = used.filter((t) => t.tid !== pid).sort((a, b) => b.ms - a.ms);
-  const busiest = others[0]?.ms ?? 0;
-  const rest = others.slice(1).reduce((sum, t) => sum + t.ms, 0);
-  const us = (ms: number) => `${((ms * 1000) / records).toFixed(2)} µs`;
-  return `server CPU per record by thread: main ${us(main)}, busiest other thread ${us(busiest)}, the rest ${us(rest)}`;
+  const sum = (list: typeof others) => list.reduce((total, t) => total + t.ms, 0);
+  const us = (ms: number) => (ms * 1000) / records;
+  return { main: us(main), busiest: us(sum(others.slice(0, busiestCount))), rest: us(sum(others.slice(busiestCount))) };
 }
 
 /** Bytes the paths take on disk (allocated blocks, as `du` counts them); a path not created yet is 0. */
