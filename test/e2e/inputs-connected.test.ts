@@ -28,6 +28,12 @@ const storedTotal = async (base: string): Promise<number> => {
   return ((await res.json()) as { data: { total: number } }).data.total;
 };
 
+/** The temperature of the model's newest record. */
+const newestTemperature = async (base: string): Promise<unknown> => {
+  const res = await fetch(`${base}/api/v1/datacenter/queryDataList?uuid=${model}&size=1&order=desc`, { headers: { 'X-Api-Secret': SECRET } });
+  return ((await res.json()) as { data: { records: Array<{ temperature: unknown }> } }).data.records[0]?.temperature;
+};
+
 function sendDatagram(port: number, body: string | Buffer): Promise<void> {
   return new Promise((resolve, reject) => {
     const socket = createSocket('udp4');
@@ -38,17 +44,6 @@ function sendDatagram(port: number, body: string | Buffer): Promise<void> {
 interface Inend { uuid: string; name: string; type: string; config: Record<string, unknown> }
 interface Connection { state: string; lastError: string | null; since: string }
 interface Stats { connection?: Connection; messagesIn?: number; stored?: number; refused?: number; redelivered?: number }
-
-/** A rule storing the {tag, value} rows of a payload (the UI's sample for a UDP input, shortened). */
-const udpRule = (uuid: string) => `Actions = { function(args)
-  local rows, err = json:J2T(args)
-  if err ~= nil then Throw(err); return true, args end
-  local t = {}
-  for _, row in ipairs(rows) do t[row.tag] = row.value end
-  local err = rds:Save("${uuid}", t)
-  if err ~= nil then Throw(err); return 0 end
-  return true, args
-end }`;
 
 /** A TCP port nothing listens on now (taken from the kernel, then released). */
 function freeTcpPort(): Promise<number> {
@@ -296,6 +291,7 @@ describe('the three input types, created through the UI', () => {
         await device.endAsync();
       }
       await expect.poll(() => storedTotal(base), { timeout: 15_000 }).toBe(before + 1);
+      expect(await newestTemperature(base)).toBe(23.75);
       await openRules(page, base);
       await expect.poll(() => connectionText(page, input.uuid), { timeout: 15_000 }).toContain('1 in · 1 stored · 0 refused · 0 redelivered');
       await api(base, 'DELETE', `rules/del?uuid=${(await api<Array<{ uuid: string; name: string }>>(base, 'GET', 'rules/list')).find((r) => r.name === 'store mosquitto')!.uuid}`);
@@ -379,6 +375,7 @@ describe('the three input types, created through the UI', () => {
     }
     // The PUBACK came once the record was stored.
     expect(await storedTotal(base)).toBe(before + 1);
+    expect(await newestTemperature(base)).toBe(21.5);
     await openRules(page, base);
     await expect.poll(() => connectionText(page, uuid), { timeout: 15_000 }).toContain('1 in · 1 stored · 0 refused · 0 redelivered');
     expect(env.problems).toEqual([]);
@@ -417,14 +414,26 @@ describe('the three input types, created through the UI', () => {
     const input = await inputNamed(base, 'udp sensors');
     expect(input.config).toMatchObject({ host: '127.0.0.1', port, maxDataLength: 1024 });
     await expect.poll(() => connectionText(page, input.uuid), { timeout: 15_000 }).toMatch(/^Listening since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d/);
-    // A datagram is stored by a rule reading the input; one longer than maxDataLength is refused and counted.
-    await api(base, 'POST', 'rules/create', { name: 'store udp', fromSource: [input.uuid], actions: udpRule(model) });
+    // The rule from the UI's sample for a UDP input ({clientAddr, data in hex}); its dry run stores its example.
+    await page.getByRole('link', { name: 'Write a rule for this input' }).click();
+    const actions = page.locator('#code-actions');
+    await actions.waitFor();
+    expect(await actions.inputValue()).toContain('string.char(tonumber(h, 16))');
+    const example = JSON.parse(await page.getByLabel('Payload (the push body)').inputValue()) as { clientAddr: string; data: string };
+    expect(JSON.parse(Buffer.from(example.data, 'hex').toString('utf8'))).toEqual([{ tag: 'temperature', value: expect.any(Number) }]);
+    await page.getByRole('button', { name: 'Run with this payload' }).click();
+    await expect.poll(() => page.locator('.dry-run .status-line').textContent(), { timeout: 10_000 }).toBe('1 of 1 payload would be stored (1 record), 0 would fail. Nothing was stored.');
+    await page.getByLabel('Name', { exact: true }).fill('store udp');
+    await page.getByRole('button', { name: 'Create rule' }).click();
+    await page.waitForURL(/#\/rules\/RULE/);
+    // A datagram is stored by that rule; one longer than maxDataLength is refused and counted.
     const before = await storedTotal(base);
     await sendDatagram(port, JSON.stringify([{ tag: 'temperature', value: 19.25 }]));
     await sendDatagram(port, Buffer.alloc(1025, 0x20));
     await openRules(page, base);
     await expect.poll(() => connectionText(page, input.uuid), { timeout: 15_000 }).toContain('2 in · 1 stored · 1 refused · 0 redelivered');
     expect(await storedTotal(base)).toBe(before + 1);
+    expect(await newestTemperature(base)).toBe(19.25);
     await shot(page, 'inputs-connected-list', { fullPage: true, doc: 'inputs-connected' });
     expect(env.problems).toEqual([]);
   });

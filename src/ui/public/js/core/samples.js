@@ -9,8 +9,9 @@ const access = (n) => (IDENT.test(n) && !LUA_KEYWORDS.has(n) ? `schemaData.${n}`
 
 /**
  * How the sample reads `args` into {tag, value} rows (`dataT`), by the type of the input the rule reads:
- * the payload itself (HTTP, simulator, a UDP datagram), or the `payload` of an MQTT message (RHILEX's
- * shapes: the client's {topic, payload} in base64, the built-in broker's {action, ..., topic, payload} as text).
+ * the payload itself (HTTP, simulator), or RHILEX's envelopes: the MQTT client's {topic, payload} with the
+ * message in base64, the built-in broker's {action, ..., topic, payload} with it as text, the UDP server's
+ * {clientAddr, data} with the datagram in hex.
  */
 function readArgs(inputType) {
   const fail = `    if err ~= nil then
@@ -29,7 +30,16 @@ ${fail}${server ? `    if body.action ~= "publish" then
 ` : ''}    local dataT, err = json:${server ? 'J2T' : 'base64J2T'}(body.payload);
 ${fail}`;
   }
-  return `    -- args: ${inputType === 'UDP_SERVER' ? 'the datagram as sent' : 'the payload pushed to the input'}, a JSON text such as
+  if (inputType === 'UDP_SERVER') {
+    return `    -- args: one datagram, a JSON text such as
+    -- {"clientAddr":"10.0.0.7:50123","data":"<hex of the datagram>"}
+    -- whose datagram is [{"tag":"temperature","value":21.5}, ...]
+    local body, err = json:J2T(args);
+${fail}    local text = body.data:gsub("..", function(h) return string.char(tonumber(h, 16)) end);
+    local dataT, err = json:J2T(text);
+${fail}`;
+  }
+  return `    -- args: the payload pushed to the input, a JSON text such as
     -- [{"tag":"temperature","value":21.5}, ...]
     local dataT, err = json:J2T(args);
 ${fail}`;

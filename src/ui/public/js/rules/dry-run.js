@@ -11,8 +11,8 @@ const NDJSON = 'application/x-ndjson';
 
 /**
  * opts: scripts() -> {actions, success, failed}; model() -> the model the samples are for;
- * inputType() -> the type of the input the rule reads first (an MQTT input's payload is the args it
- * hands over, the message in base64); showError(message, line, script) marks a line in the editor;
+ * inputType() -> the type of the input the rule reads first (an MQTT or UDP input's payload is the
+ * envelope it hands over, the message inside); showError(message, line, script) marks a line in the editor;
  * clearErrors(). The returned section has refillIfUntouched(): a new example after the inputs changed,
  * unless the payload was edited.
  */
@@ -34,7 +34,10 @@ export function dryRunPanel(opts) {
     const message = examplePayload(opts.model(), tagsReadBy(opts.scripts().actions));
     payload.value = argsExample(type, message);
     shapeNote.hidden = payload.value === message;
-    shapeNote.textContent = shapeNote.hidden ? '' : `As the MQTT input hands it to the rule: the message is the "payload"${type === 'GENERIC_MQTT' ? ', in base64' : ''}.`;
+    const note = { GENERIC_MQTT: 'As the MQTT input hands it to the rule: the message is the "payload", in base64.',
+      GENERIC_MQTT_SERVER: 'As the built-in broker hands it to the rule: the message is the "payload".',
+      UDP_SERVER: 'As the UDP input hands it to the rule: the datagram is the "data", in hex.' }[type];
+    shapeNote.textContent = shapeNote.hidden ? '' : note || '';
     contentType.value = 'application/json';
     touched = false;
   };

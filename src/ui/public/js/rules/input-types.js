@@ -139,7 +139,10 @@ export const ARGS_HELP = {
     shape: '{"action":"publish","clientid":"dev-1","username":"dev","ipaddress":"10.0.0.7","ts":1718000000000,"topic":"plant/line1","payload":"<the message as text>"}',
     note: 'One event of the built-in broker (ts in Unix milliseconds); connect and disconnect come as events too, without topic and payload. local body = json:J2T(args); keep body.action == "publish", then json:J2T(body.payload) reads a JSON message.',
   },
-  UDP_SERVER: { shape: '[{"tag":"temperature","value":21.5}, ...]', note: 'The datagram itself, as sent (one datagram is one payload). Read it with json:J2T(args).' },
+  UDP_SERVER: {
+    shape: '{"clientAddr":"10.0.0.7:50123","data":"<hex of the datagram>"}',
+    note: 'One datagram (RHILEX\'s shape: its sender and its bytes in hex). local body = json:J2T(args); body.data:gsub("..", function(h) return string.char(tonumber(h, 16)) end) gives the datagram\'s text back.',
+  },
 };
 
 /** base64 of a text's UTF-8 bytes. */
@@ -149,11 +152,17 @@ function base64(text) {
   return btoa(bin);
 }
 
+/** hex of a text's UTF-8 bytes. */
+function hex(text) {
+  return [...new TextEncoder().encode(text)].map((b) => b.toString(16).padStart(2, '0')).join('');
+}
+
 /**
  * A payload as an input of the type hands it to a rule: the MQTT client wraps the message in base64, the
- * built-in broker as text, in their envelopes.
+ * built-in broker as text, the UDP server the datagram in hex, in their envelopes.
  */
 export function argsExample(type, message) {
+  if (type === 'UDP_SERVER') return JSON.stringify({ clientAddr: '10.0.0.7:50123', data: hex(message) });
   if (type === 'GENERIC_MQTT') return JSON.stringify({ topic: 'plant/line1', payload: base64(message) });
   if (type === 'GENERIC_MQTT_SERVER') {
     return JSON.stringify({ action: 'publish', clientid: 'device-1', username: 'device', ipaddress: '10.0.0.7', ts: Date.now(), topic: 'plant/line1', payload: message });
