@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import type { Config } from './config/types.js';
 import { Audit } from './http/guards/audit.js';
 import { type HttpServer, startHttpServer } from './http/server.js';
+import { loadTls } from './http/transport/tls.js';
 import { ModelRegistry } from './models/registry.js';
 import { ModelTransfers } from './models/backup.js';
 import { ScriptEngine } from './scripts/engine.js';
@@ -119,12 +120,15 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   // Failed logins to an input's MQTT broker: audit lines of their own, in the HTTP audit's shape (kind mqtt-password).
   const brokerAudit = new Audit(logger.child({ module: 'inputs' }));
   try {
+    // The same files and checks as the HTTP server's (which loads them again): an MQTT broker input with config.tls serves them.
+    const tls = await loadTls(config.http);
     engine = await ScriptEngine.open({
       dataDir: config.main.dataDir,
       config: config.scripts,
       registry,
       log: logger.child({ module: 'scripts' }),
       onBrokerAuthFailed: ({ address }) => brokerAudit.authFailed({ remoteAddress: address }, 'mqtt-password'),
+      inputTls: tls === undefined ? undefined : { cert: tls.cert, key: tls.key, passphrase: tls.passphrase },
     });
     if (config.uplink.engine === 'nats') {
       const uplinkLog = logger.child({ module: 'uplink' });

@@ -3,7 +3,7 @@
  * and GENERIC_MQTT input, started at start-up and on create, restarted on update (the old one stopped
  * first, so its port is free), stopped on delete and close. Starts and stops of one input run in order.
  */
-import type { Inend, LogFn, MqttClientConfig, MqttServerConfig, NetworkInputStats, UdpServerConfig } from '../scripts/shared/types.js';
+import type { Inend, InputTlsFiles, LogFn, MqttClientConfig, MqttServerConfig, NetworkInputStats, UdpServerConfig } from '../scripts/shared/types.js';
 import { named } from '../util/messages.js';
 import type { InputSink } from './deliver.js';
 import { MqttBrokerInput, type BrokerAuth } from './mqtt-broker.js';
@@ -15,6 +15,8 @@ export interface NetworkInputsDeps {
   sinkFor(uuid: string): InputSink;
   authFor(uuid: string): BrokerAuth;
   log?: LogFn;
+  /** The HTTP server's certificate and key, for brokers with config.tls. */
+  tls?: InputTlsFiles;
 }
 
 export interface NetworkInputView {
@@ -40,6 +42,7 @@ export class NetworkInputs {
         sink: this.deps.sinkFor(inend.uuid),
         auth: this.deps.authFor(inend.uuid),
         log: this.deps.log ?? (() => undefined),
+        tls: this.deps.tls,
       });
       if (input === undefined) return;
       this.running.set(inend.uuid, { input, name: inend.name, type: inend.type });
@@ -86,6 +89,7 @@ export interface InputDeps {
   /** For GENERIC_MQTT_SERVER: checks the password against the input's push token, reports failed logins. */
   auth: BrokerAuth;
   log: InputLog;
+  tls?: InputTlsFiles;
 }
 
 /** `label` names the input in logs: `name (uuid)`. Undefined for an input type without a running part. */
@@ -95,7 +99,7 @@ export function createInput(inend: Inend, label: string, deps: InputDeps): Runni
     case 'UDP_SERVER':
       return new UdpServerInput(label, inend.config as unknown as UdpServerConfig, deps.sink, deps.log);
     case 'GENERIC_MQTT_SERVER':
-      return new MqttBrokerInput(label, inend.config as unknown as MqttServerConfig, deps.sink, deps.auth, deps.log);
+      return new MqttBrokerInput(label, inend.config as unknown as MqttServerConfig, deps.sink, deps.auth, deps.log, deps.tls);
     case 'GENERIC_MQTT':
       return new MqttClientInput(label, inend.config as unknown as MqttClientConfig, deps.sink, deps.log);
     default:

@@ -16,8 +16,9 @@
  * broker keeps no messages in memory.
  */
 import net from 'node:net';
+import tls from 'node:tls';
 import { Aedes, type Client, type PublishPacket } from 'aedes';
-import type { MqttServerConfig } from '../scripts/shared/types.js';
+import type { InputTlsFiles, MqttServerConfig } from '../scripts/shared/types.js';
 import { StopSignal } from './backoff.js';
 import { deliver, type InputSink } from './deliver.js';
 import { errorText, InputStatus } from './input-status.js';
@@ -49,6 +50,10 @@ function remoteOf(client: Client): string {
   return address.includes(':') ? `[${address}]:${socket.remotePort}` : `${address}:${socket.remotePort}`;
 }
 
+function isLoopback(host: string): boolean {
+  return host === '::1' || /^127\./.test(host);
+}
+
 function addressOf(client: Client): string {
   return (client.conn as net.Socket).remoteAddress ?? 'unknown';
 }
@@ -66,6 +71,8 @@ export class MqttBrokerInput implements RunningInput {
     private readonly sink: InputSink,
     private readonly auth: BrokerAuth,
     private readonly log: InputLog,
+    /** The HTTP server's certificate and key; undefined when [plugin.http_server] has none. */
+    private readonly tlsFiles: InputTlsFiles | undefined,
   ) {}
 
   async start(): Promise<void> {
@@ -82,10 +89,22 @@ export class MqttBrokerInput implements RunningInput {
     this.broker = broker;
     broker.on('client', (client) => this.event('connect', client));
     broker.on('clientDisconnect', (client) => this.event('disconnect', client));
-    const server = net.createServer((socket) => {
+    const accept = (socket: net.Socket): void => {
       const client = broker.handle(socket);
       this.limitPacketSize(client);
-    });
+    };
+    if (this.config.tls && this.tlsFiles === undefined) {
+      const why = 'config.tls is true but [plugin.http_server] has no tls_cert_file and tls_key_file: the broker uses that certificate';
+      this.status.set('error', why);
+      this.log('error', { input: this.label }, `MQTT broker input ${this.label}: ${why}`);
+      await new Promise<void>((resolve) => broker.close(() => resolve()));
+      this.broker = undefined;
+      return;
+    }
+    const scheme = this.config.tls ? 'mqtts' : 'mqtt';
+    const server: net.Server = this.config.tls
+      ? tls.createServer({ cert: this.tlsFiles!.cert, key: this.tlsFiles!.key, passphrase: this.tlsFiles!.passphrase }, accept)
+      : net.createServer(accept);
     server.maxConnections = maxClients;
     this.server = server;
     server.on('error', (err) => {
@@ -95,8 +114,11 @@ export class MqttBrokerInput implements RunningInput {
     await new Promise<void>((resolve) => {
       server.once('listening', () => {
         this.status.set('listening');
-        const listener = `mqtt://${host.includes(':') ? `[${host}]` : host}:${port}`;
+        const listener = `${scheme}://${host.includes(':') ? `[${host}]` : host}:${port}`;
         this.log('info', { input: this.label, listener, serverName: this.config.serverName }, `MQTT broker input ${this.label} listening on ${listener}`);
+        if (!this.config.tls && !isLoopback(host)) {
+          this.log('warn', { input: this.label, listener }, `MQTT broker input ${this.label} serves plain MQTT on ${listener}, not loopback: passwords (push tokens) and messages cross the network in clear text; set config.tls (docs/security.md)`);
+        }
         if (anonymous) {
           this.log('warn', { input: this.label, listener }, `MQTT broker input ${this.label} on ${listener} takes anonymous clients (config.anonymous: true): anyone who reaches the port can store data`);
         }

@@ -43,7 +43,7 @@ export class MqttClientInput implements RunningInput {
 
   get url(): string {
     const { host, port } = this.config;
-    return `mqtt://${host.includes(':') ? `[${host}]` : host}:${port}`;
+    return `${this.config.tls ? 'mqtts' : 'mqtt'}://${host.includes(':') ? `[${host}]` : host}:${port}`;
   }
 
   start(): Promise<void> {
@@ -59,6 +59,8 @@ export class MqttClientInput implements RunningInput {
       // Our own reconnects, with jitter (below); subscriptions are made on each connect.
       reconnectPeriod: 0,
       resubscribe: false,
+      // mqtts: the broker's certificate must chain to Node's CA store (or NODE_EXTRA_CA_CERTS) and name the host.
+      rejectUnauthorized: true,
     });
     this.client = client;
     client.handleMessage = (packet, done) => this.received(packet, done);

@@ -17,7 +17,7 @@ import { RuleStatsBook } from './shared/stats.js';
 import { optionalText, requireBody } from './metadata-file.js';
 import { mkdirDurable } from '../util/atomic-file.js';
 import { named } from '../util/messages.js';
-import { toLogFn, type Inend, type LevelLogger, type LogFn, type ModelSource, type InputStatsView, type PushResult, type Rule, type RuleStats, type ValidationResult } from './shared/types.js';
+import { toLogFn, type Inend, type LevelLogger, type LogFn, type ModelSource, type InputStatsView, type InputTlsFiles, type PushResult, type Rule, type RuleStats, type ValidationResult } from './shared/types.js';
 
 export interface ScriptEngineOptions {
   dataDir: string;
@@ -28,6 +28,8 @@ export interface ScriptEngineOptions {
   workerFile?: string;
   /** A login the built-in MQTT broker of an input refused (wrong or missing password): for the audit log. */
   onBrokerAuthFailed?: (event: { address: string; inendUuid: string; username: string }) => void;
+  /** The HTTP server's certificate and key, checked (src/http/transport/tls.ts): the MQTT brokers with config.tls use them. */
+  inputTls?: InputTlsFiles;
 }
 
 export class ScriptEngine {
@@ -65,6 +67,7 @@ export class ScriptEngine {
         failed: (address, username) => opts.onBrokerAuthFailed?.({ address, inendUuid: uuid, username }),
       }),
       log: this.log,
+      tls: opts.inputTls,
     });
   }
 

@@ -16,11 +16,11 @@ export const UDP_DATA_LENGTH_MAX = 65_507;
 export const UDP_DEFAULTS = { host: '0.0.0.0', port: 6200, maxDataLength: 1024 } as const;
 
 /** RHILEX's broker listens on 127.0.0.1:1883; its anonymous default (true) is not ours: a password is asked unless said. */
-export const MQTT_SERVER_DEFAULTS = { serverName: 'rhilex-mqtt-server', host: '127.0.0.1', port: 1883, anonymous: false, maxClients: 100, maxMessageBytes: 65_536 } as const;
+export const MQTT_SERVER_DEFAULTS = { serverName: 'rhilex-mqtt-server', host: '127.0.0.1', port: 1883, anonymous: false, tls: false, maxClients: 100, maxMessageBytes: 65_536 } as const;
 export const MQTT_CLIENTS_MAX = 10_000;
 /** An MQTT message a rule receives is a string in a worker task; 1 MiB is far above a sensor's reading. */
 export const MQTT_MESSAGE_BYTES_MAX = 1_048_576;
-export const MQTT_CLIENT_DEFAULTS = { port: 1883, username: '', password: '', qos: 1, maxMessageBytes: 65_536 } as const;
+export const MQTT_CLIENT_DEFAULTS = { port: 1883, username: '', password: '', qos: 1, tls: false, maxMessageBytes: 65_536 } as const;
 export const SUB_TOPICS_MAX = 64;
 /** MQTT allows 65,535 bytes; a client id, a user name, a topic filter of a plant network is far shorter. */
 const TEXT_CHARS_MAX = 1024;
@@ -79,6 +79,7 @@ export function parseMqttServerConfig(value: unknown): MqttServerConfig {
     host: ipAddress(c, d.host),
     port: integer(c, 'port', 1, PORT_MAX, d.port),
     anonymous: bool(c, 'anonymous', d.anonymous),
+    tls: bool(c, 'tls', d.tls),
     maxClients: integer(c, 'maxClients', 1, MQTT_CLIENTS_MAX, d.maxClients),
     maxMessageBytes: integer(c, 'maxMessageBytes', 1, MQTT_MESSAGE_BYTES_MAX, d.maxMessageBytes),
   };
@@ -129,6 +130,7 @@ export function parseMqttClientConfig(value: unknown, current?: Raw): MqttClient
     password: text(c, 'password', TEXT_CHARS_MAX, d.password, false),
     qos,
     subTopics: [...new Set(subTopics)],
+    tls: bool(c, 'tls', d.tls),
     maxMessageBytes: integer(c, 'maxMessageBytes', 1, MQTT_MESSAGE_BYTES_MAX, d.maxMessageBytes),
   };
 }

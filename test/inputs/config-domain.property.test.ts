@@ -47,8 +47,8 @@ function configOf(type: keyof typeof VALID, keys: string[]): fc.Arbitrary<unknow
 
 const TYPES = {
   UDP_SERVER: ['host', 'port', 'maxDataLength'],
-  GENERIC_MQTT_SERVER: ['serverName', 'host', 'port', 'anonymous', 'maxClients', 'maxMessageBytes'],
-  GENERIC_MQTT: ['host', 'port', 'clientId', 'username', 'password', 'qos', 'subTopics', 'maxMessageBytes'],
+  GENERIC_MQTT_SERVER: ['serverName', 'host', 'port', 'anonymous', 'tls', 'maxClients', 'maxMessageBytes'],
+  GENERIC_MQTT: ['host', 'port', 'clientId', 'username', 'password', 'qos', 'subTopics', 'tls', 'maxMessageBytes'],
 } as const;
 
 function insideDomain(type: keyof typeof TYPES, config: Record<string, any>): void {
@@ -64,6 +64,7 @@ function insideDomain(type: keyof typeof TYPES, config: Record<string, any>): vo
     int(config.maxMessageBytes, 1, 1_048_576);
     expect(typeof config.anonymous).toBe('boolean');
   }
+  if (type !== 'UDP_SERVER') expect(typeof config.tls).toBe('boolean');
   if (type === 'GENERIC_MQTT') {
     expect([0, 1, 2]).toContain(config.qos);
     expect(config.subTopics.length).toBeGreaterThan(0);

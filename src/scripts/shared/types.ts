@@ -27,6 +27,8 @@ export interface MqttServerConfig {
   port: number;
   /** false: a client must give the input's push token as its password. */
   anonymous: boolean;
+  /** mqtts with the HTTP server's certificate and key ([plugin.http_server] tls_cert_file, tls_key_file). */
+  tls: boolean;
   maxClients: number;
   maxMessageBytes: number;
 }
@@ -40,7 +42,16 @@ export interface MqttClientConfig {
   password: string;
   qos: 0 | 1 | 2;
   subTopics: string[];
+  /** mqtts, the broker's certificate checked against Node's CA store (and NODE_EXTRA_CA_CERTS). */
+  tls: boolean;
   maxMessageBytes: number;
+}
+
+/** The HTTP server's certificate and key, checked by src/http/transport/tls.ts, for the MQTT broker inputs. */
+export interface InputTlsFiles {
+  cert: Buffer;
+  key: Buffer;
+  passphrase: string | undefined;
 }
 
 /** Where a network input stands (`inends/stats` `connection`). */
