@@ -18,7 +18,13 @@ export interface Applied {
    * queue), with the refusal: not stored, and the push must answer 503 so the client sends them again.
    */
   refused: Map<number, UnavailableError>;
-  touched: Map<RecordLog, { lastId: number; payloads: Set<number> }>;
+  touched: Map<RecordLog, Touched>;
+}
+
+/** Per log a batch wrote to: the last id it appended and the payloads whose records it holds. */
+export interface Touched {
+  lastId: number;
+  payloads: Set<number>;
 }
 
 export interface BatchApplierDeps {
@@ -82,24 +88,39 @@ export class BatchApplier {
       if (!failures.has(p)) failures.set(p, message);
       readOnly.set(p, message);
     }
-    const touched = new Map<RecordLog, { lastId: number; payloads: Set<number> }>();
+    const touched = new Map<RecordLog, Touched>();
     // The registry cannot change while this runs: look each model's log up once per batch, not per record.
     const logs = new Map<string, RecordLog>();
+    // Ops of one model come in runs: the log and its entry of the previous op serve the next one.
+    let model: string | undefined;
+    let target: RecordLog | undefined;
+    let entry: Touched | undefined;
+    let lastPayload = -1;
     for (const op of result.ops) {
-      const rule = rules[op.rule].uuid;
       try {
-        let target = logs.get(op.modelId);
-        if (target === undefined) {
-          target = models.log(op.modelId);
-          logs.set(op.modelId, target);
+        if (op.modelId !== model || target === undefined) {
+          target = logs.get(op.modelId);
+          if (target === undefined) {
+            target = models.log(op.modelId);
+            logs.set(op.modelId, target);
+          }
+          model = op.modelId;
+          entry = touched.get(target);
+          lastPayload = -1;
         }
         const id = op.kind === 'save' ? target.save(op.record) : target.updateLast(op.record);
-        this.targetModels.add(op.modelId);
-        const entry = touched.get(target) ?? { lastId: 0, payloads: new Set<number>() };
-        entry.lastId = Math.max(entry.lastId, id);
-        entry.payloads.add(op.payload);
-        touched.set(target, entry);
+        if (entry === undefined) {
+          this.targetModels.add(op.modelId);
+          entry = { lastId: 0, payloads: new Set<number>() };
+          touched.set(target, entry);
+        }
+        if (id > entry.lastId) entry.lastId = id;
+        if (op.payload !== lastPayload) {
+          entry.payloads.add(op.payload);
+          lastPayload = op.payload;
+        }
       } catch (err) {
+        const rule = rules[op.rule].uuid;
         const message = (err as Error).message;
         stats.reclassifyAsFailure(rule, message);
         fail(op.payload, rule, message);
