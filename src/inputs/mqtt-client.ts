@@ -47,6 +47,19 @@ export class MqttClientInput implements RunningInput {
   }
 
   start(): Promise<void> {
+    this.log('info', { input: this.label, broker: this.url, topics: this.config.subTopics }, `MQTT input ${this.label} connecting to ${this.url}`);
+    this.status.set('reconnecting');
+    this.connect();
+    return Promise.resolve();
+  }
+
+  /**
+   * One mqtt.js client per connection, never `reconnect()`: mqtt.js queues packets sent while offline and
+   * sends them after a reconnect, so the PUBACK of a message stored after its connection dropped would go
+   * out on the next connection, where the broker may have given its packet id to a message not stored yet.
+   * A PUBACK of a closed connection is dropped instead; the broker sends the message again (DUP).
+   */
+  private connect(): void {
     const { clientId, username, password } = this.config;
     const client = mqtt.connect(this.url, {
       clientId,
@@ -59,6 +72,7 @@ export class MqttClientInput implements RunningInput {
       // Our own reconnects, with jitter (below); subscriptions are made on each connect.
       reconnectPeriod: 0,
       resubscribe: false,
+      queueQoSZero: false,
       // mqtts: the broker's certificate must chain to Node's CA store (or NODE_EXTRA_CA_CERTS) and name the host.
       rejectUnauthorized: true,
     });
@@ -74,10 +88,13 @@ export class MqttClientInput implements RunningInput {
       this.status.set('error', err);
       this.log('warn', { input: this.label, broker: this.url, err: errorText(err) }, `MQTT input ${this.label} to ${this.url}: ${errorText(err)}`);
     });
-    client.on('close', () => this.scheduleReconnect());
-    this.status.set('reconnecting');
-    this.log('info', { input: this.label, broker: this.url, topics: this.config.subTopics }, `MQTT input ${this.label} connecting to ${this.url}`);
-    return Promise.resolve();
+    client.on('close', () => {
+      if (this.client !== client) return;
+      this.client = undefined;
+      // Forced: whatever mqtt.js queued for this connection is dropped with it.
+      client.end(true);
+      this.scheduleReconnect();
+    });
   }
 
   private subscribe(client: MqttClient): void {
@@ -120,8 +137,7 @@ export class MqttClientInput implements RunningInput {
     this.reconnectScheduled = true;
     void this.stopSignal.sleep(this.backoff.nextMs()).then((go) => {
       this.reconnectScheduled = false;
-      if (!go || this.client === undefined) return;
-      this.client.reconnect();
+      if (go && this.client === undefined) this.connect();
     });
   }
 

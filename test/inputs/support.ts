@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import dgram from 'node:dgram';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
-import { tmpdir } from 'node:os';
+import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { call, query } from '../support/client.js';
 
@@ -115,7 +115,8 @@ export async function startMosquitto(): Promise<Mosquitto> {
   const conf = join(dir, 'mosquitto.conf');
   writeFileSync(
     conf,
-    [`listener ${port} 127.0.0.1`, 'allow_anonymous true', 'persistence true', `persistence_location ${dir}/`, 'max_queued_messages 0', 'max_inflight_messages 100', 'log_type error', ''].join('\n'),
+    // `user`: run as root, mosquitto drops to the user `mosquitto`, which cannot write the persistence file in our temp dir.
+    [`user ${userInfo().username}`, `listener ${port} 127.0.0.1`, 'allow_anonymous true', 'persistence true', `persistence_location ${dir}/`, 'max_queued_messages 0', 'max_inflight_messages 100', 'log_type error', ''].join('\n'),
   );
   let child: ChildProcess | undefined;
   const launch = async (): Promise<void> => {
