@@ -13,6 +13,7 @@ import { defineConfig } from 'vitest/config';
 export const LONG_FILES = [
   'test/deploy/bench-install.test.ts',
   'test/models/attribute-churn.test.ts',
+  'test/reliability/inputs-crash.test.ts',
   'test/reliability/restore-kill.test.ts',
   'test/reliability/service-crash.test.ts',
   'test/reliability/storm.test.ts',
