@@ -18,7 +18,8 @@
 import { LuaFactory, LUA_REGISTRYINDEX, LuaLibraries, type LuaEngine, type LuaWasm } from 'wasmoon';
 import { LuaBridge } from './lua-bridge.js';
 import { hostFunctions, INVOKE_ERROR, INVOKE_TIMEOUT, PRELUDE_LUA, type LibHost } from './lua-libs.js';
-import { CappedAllocator, captureWasmExports, LUA_TSTRING, LUA_TTABLE, rawLua, WasmStrings, type RawLua } from './lua-raw.js';
+import { cappedAllocator, type LuaAllocator } from './wasm-allocator.js';
+import { captureWasmExports, LUA_TSTRING, LUA_TTABLE, rawLua, WasmStrings, type RawLua } from './lua-raw.js';
 import { capMessage, MESSAGE_BYTES_MAX } from '../shared/repeat-filter.js';
 
 export interface SandboxLimits {
@@ -100,7 +101,7 @@ export class LuaSandbox {
     private readonly lua: LuaWasm,
     private readonly raw: RawLua,
     private readonly strings: WasmStrings,
-    private readonly allocator: CappedAllocator,
+    private readonly allocator: LuaAllocator,
     private readonly bridge: LuaBridge,
     private readonly limits: SandboxLimits,
     private readonly clock: InvocationClock,
@@ -137,8 +138,8 @@ export class LuaSandbox {
     const state = g.address;
     const raw = rawLua(lua, exports);
     const clock = new InvocationClock();
-    // Same accounting and cap as wasmoon's traced allocator, without its per-call wrappers.
-    const allocator = new CappedAllocator(lua, raw, g.getMemoryUsed(), () => clock.timeUp());
+    // Same accounting and cap as wasmoon's traced allocator, without its per-call wrappers (in wasm when it can be).
+    const allocator = cappedAllocator(lua, raw, exports, g.getMemoryUsed(), () => clock.timeUp());
     raw.lua_setallocf(state, allocator.pointer, 0);
     const strings = new WasmStrings(lua, raw);
     const bridge = new LuaBridge(lua, raw, strings, host);
