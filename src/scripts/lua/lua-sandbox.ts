@@ -95,6 +95,9 @@ export class LuaSandbox {
   private readonly state: number;
   private readonly compileRef: bigint;
   private readonly invokeRef: bigint;
+  /** The last environment invoked, as the BigInt lua_rawgeti takes: a task invokes one rule many times. */
+  private envRef = -1;
+  private envRefBig = -1n;
 
   private constructor(
     private readonly engine: LuaEngine,
@@ -206,7 +209,11 @@ export class LuaSandbox {
     // Stack: payload (kept alive for J2T's shortcut), __invoke, env, payload.
     this.strings.pushFull(state, payload);
     raw.lua_rawgeti(state, LUA_REGISTRYINDEX, this.invokeRef);
-    raw.lua_rawgeti(state, LUA_REGISTRYINDEX, BigInt(envRef));
+    if (envRef !== this.envRef) {
+      this.envRef = envRef;
+      this.envRefBig = BigInt(envRef);
+    }
+    raw.lua_rawgeti(state, LUA_REGISTRYINDEX, this.envRefBig);
     raw.lua_pushvalue(state, 1);
     this.bridge.setPayload(state, 1, payload);
     let end: CallEnd;
@@ -220,7 +227,8 @@ export class LuaSandbox {
       return { status: INVOKE_TIMEOUT, message: timeoutMessage(this.limits) };
     }
     if (end.rc !== 0) return { status: INVOKE_ERROR, message: this.popError() };
-    const status = Number(raw.lua_tointegerx(state, 2, 0));
+    // A small integer: read as a double, without the BigInt lua_tointegerx makes.
+    const status = raw.lua_tonumberx(state, 2, 0);
     const message = raw.lua_type(state, 3) === LUA_TSTRING ? this.readMessage(3) : undefined;
     raw.lua_settop(state, 0);
     return message === undefined ? { status } : { status, message };

@@ -7,7 +7,8 @@
  *
  * It decides exactly as CappedAllocator (lua-raw.ts), which stays for a wasmoon whose exports could not be
  * captured; test/scripts/wasm-allocator.test.ts drives both with the same calls and compares them.
- * The counters are f64 globals: byte counts are integers far below 2^53, and JS reads them without BigInt.
+ * The counters are f64 globals behind exported functions: byte counts are integers far below 2^53, and JS
+ * reads them without BigInt.
  */
 import type { LuaWasm } from 'wasmoon';
 import { CappedAllocator, LARGE_ALLOCATION_BYTES, type RawLua } from './lua-raw.js';
@@ -21,12 +22,15 @@ export interface AllocatorImports {
   timeUp(): boolean;
 }
 
-interface WasmGlobal {
-  value: number;
-}
-
+/** Functions, not exported globals: a global's `value` is a C++ API call from JS, an export call is not. */
 interface AllocatorInstance {
-  exports: { alloc: WasmFunction; used: WasmGlobal; max: WasmGlobal; refused: WasmGlobal };
+  exports: {
+    alloc: WasmFunction;
+    limit(max: number): void;
+    used(): number;
+    refused(): number;
+    setUsed(used: number): void;
+  };
 }
 
 interface WasmApi {
@@ -100,15 +104,29 @@ const BODY: number[] = [
   0x0b,
 ];
 
+/** limit(max): max = max, refused = 0. used(), refused(), setUsed(v). */
+const LIMIT_BODY = [0x00, 0x20, 0, 0x24, 1, 0x41, 0, 0x24, 2, 0x0b];
+const USED_BODY = [0x00, 0x23, 0, 0x0b];
+const REFUSED_BODY = [0x00, 0x23, 2, 0x0b];
+const SET_USED_BODY = [0x00, 0x20, 0, 0x24, 0, 0x0b];
+
 const MODULE_BYTES = new Uint8Array([
   0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
-  // types: 0 (i32 i32) -> i32, 1 (i32) -> (), 2 () -> i32, 3 (i32 i32 i32 i32) -> i32
-  ...section(1, [4, 0x60, 2, I32, I32, 1, I32, 0x60, 1, I32, 0, 0x60, 0, 1, I32, 0x60, 4, I32, I32, I32, I32, 1, I32]),
+  // types: 0 (i32 i32) -> i32, 1 (i32) -> (), 2 () -> i32, 3 (i32 i32 i32 i32) -> i32, 4 (f64) -> (), 5 () -> f64
+  ...section(1, [6, 0x60, 2, I32, I32, 1, I32, 0x60, 1, I32, 0, 0x60, 0, 1, I32, 0x60, 4, I32, I32, I32, I32, 1, I32, 0x60, 1, F64, 0, 0x60, 0, 1, F64]),
   ...section(2, [3, ...name('env'), ...name('realloc'), 0x00, 0, ...name('env'), ...name('free'), 0x00, 1, ...name('env'), ...name('timeUp'), 0x00, 2]),
-  ...section(3, [1, 3]),
+  // functions 3 alloc, 4 limit, 5 used, 6 refused, 7 setUsed
+  ...section(3, [5, 3, 4, 5, 2, 4]),
   ...section(6, [3, F64, 0x01, 0x44, ...f64Bytes(0), 0x0b, F64, 0x01, 0x44, ...f64Bytes(0), 0x0b, I32, 0x01, 0x41, 0, 0x0b]),
-  ...section(7, [4, ...name('alloc'), 0x00, 3, ...name('used'), 0x03, 0, ...name('max'), 0x03, 1, ...name('refused'), 0x03, 2]),
-  ...section(10, [1, ...leb(BODY.length), ...BODY]),
+  ...section(7, [5, ...name('alloc'), 0x00, 3, ...name('limit'), 0x00, 4, ...name('used'), 0x00, 5, ...name('refused'), 0x00, 6, ...name('setUsed'), 0x00, 7]),
+  ...section(10, [
+    5,
+    ...leb(BODY.length), ...BODY,
+    ...leb(LIMIT_BODY.length), ...LIMIT_BODY,
+    ...leb(USED_BODY.length), ...USED_BODY,
+    ...leb(REFUSED_BODY.length), ...REFUSED_BODY,
+    ...leb(SET_USED_BODY.length), ...SET_USED_BODY,
+  ]),
 ]);
 
 let compiled: object | undefined;
@@ -146,7 +164,7 @@ export class WasmCappedAllocator implements LuaAllocator {
     compiled ??= new wasm.Module(MODULE_BYTES);
     const { realloc, free, timeUp } = imports;
     this.instance = new wasm.Instance(compiled, { env: { realloc, free, timeUp } });
-    this.instance.exports.used.value = used;
+    this.instance.exports.setUsed(used);
     this.pointer = addFunction?.(this.instance.exports.alloc, 'iiiii') ?? 0;
   }
 
@@ -156,18 +174,16 @@ export class WasmCappedAllocator implements LuaAllocator {
   }
 
   get used(): number {
-    return this.instance.exports.used.value;
+    return this.instance.exports.used();
   }
 
   /** Whether anything was refused since the last `limit`. */
   get refused(): boolean {
-    return this.instance.exports.refused.value !== 0;
+    return this.instance.exports.refused() !== 0;
   }
 
   /** Caps the Lua heap at `bytes` (0: no cap) and forgets earlier refusals. */
   limit(bytes: number): void {
-    const { max, refused } = this.instance.exports;
-    max.value = bytes;
-    refused.value = 0;
+    this.instance.exports.limit(bytes);
   }
 }
