@@ -195,7 +195,7 @@ describe('POST /api/v1/inends/rotateToken', () => {
     });
     const refused = await call(base, `/api/v1/inends/rotateToken?uuid=${sim.body.data.uuid}`, { method: 'POST' });
     expect(refused.status).toBe(400);
-    expect(refused.body.msg).toBe(`input sim (${sim.body.data.uuid}) is a SIMULATOR input: only HTTP inputs have a push token`);
+    expect(refused.body.msg).toBe(`input sim (${sim.body.data.uuid}) is a SIMULATOR input: only HTTP and GENERIC_MQTT_SERVER inputs have a push token`);
     expect((await call(base, '/api/v1/inends/rotateToken?uuid=INEND22222222', { method: 'POST' })).status).toBe(404);
     expect((await call(base, `/api/v1/inends/rotateToken?uuid=${inend}`, { method: 'POST', token })).status).toBe(401);
   });

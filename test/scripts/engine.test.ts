@@ -266,7 +266,7 @@ describe('inputs', () => {
     h.engine.authenticatePush(inend.uuid, token!);
     expect(() => h.engine.authenticatePush(inend.uuid, 'wrong')).toThrow(AuthError);
     expect(() => h.engine.authenticatePush('INEND22222222', token!)).toThrow(NotFoundError);
-    await expect(h.engine.createInend({ name: 'x', type: 'MQTT' })).rejects.toThrow('type must be one of HTTP or SIMULATOR, got "MQTT"');
+    await expect(h.engine.createInend({ name: 'x', type: 'MQTT' })).rejects.toThrow('type must be one of HTTP, SIMULATOR, UDP_SERVER, GENERIC_MQTT_SERVER or GENERIC_MQTT, got "MQTT"');
     const rule = await h.engine.createRule({ name: 'r', fromSource: [inend.uuid], actions: 'Actions = { function(a) return true, a end }' });
     await expect(h.engine.deleteInend(inend.uuid)).rejects.toBeInstanceOf(StateError);
 

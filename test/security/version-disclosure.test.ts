@@ -84,7 +84,7 @@ describe('version disclosure', () => {
     for (const token of [ADMIN, METRICS_TOKEN]) {
       const r = await raw(svc.port, { path: '/healthz', headers: bearer(token) });
       expect(r.status).toBe(200);
-      expect(r.body.data).toEqual({ status: 'ok', version: SERVICE_VERSION, uptimeS: expect.any(Number), models: 0, scripts: 'on' });
+      expect(r.body.data).toEqual({ status: 'ok', version: SERVICE_VERSION, uptimeS: expect.any(Number), models: 0, scripts: 'on', inputs: [] });
     }
     const wrong = await raw(svc.port, { path: '/healthz', headers: bearer('not-the-token') });
     expect(wrong.status).toBe(401);
