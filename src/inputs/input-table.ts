@@ -6,10 +6,8 @@
 import type { Inend, InputTlsFiles, LogFn, MqttClientConfig, MqttServerConfig, NetworkInputStats, UdpServerConfig } from '../scripts/shared/types.js';
 import { named } from '../util/messages.js';
 import type { InputSink } from './deliver.js';
-import { MqttBrokerInput, type BrokerAuth } from './mqtt-broker.js';
-import { MqttClientInput } from './mqtt-client.js';
+import type { BrokerAuth } from './mqtt-broker.js';
 import type { InputLog, RunningInput } from './running-input.js';
-import { UdpServerInput } from './udp-server.js';
 
 export interface NetworkInputsDeps {
   sinkFor(uuid: string): InputSink;
@@ -30,6 +28,7 @@ export class NetworkInputs {
   private readonly running = new Map<string, { input: RunningInput; name: string; type: Inend['type'] }>();
   /** The last start or stop of each input: the next one waits for it. */
   private readonly turns = new Map<string, Promise<void>>();
+  private closed = false;
 
   constructor(private readonly deps: NetworkInputsDeps) {}
 
@@ -37,8 +36,9 @@ export class NetworkInputs {
   restart(inend: Inend): Promise<void> {
     return this.inTurn(inend.uuid, async () => {
       await this.stopNow(inend.uuid);
+      if (this.closed) return;
       const label = named(inend.name, inend.uuid);
-      const input = createInput(inend, label, {
+      const input = await createInput(inend, label, {
         sink: this.deps.sinkFor(inend.uuid),
         auth: this.deps.authFor(inend.uuid),
         log: this.deps.log ?? (() => undefined),
@@ -54,8 +54,11 @@ export class NetworkInputs {
     return this.inTurn(uuid, () => this.stopNow(uuid));
   }
 
+  /** Stops every input, those still starting too (their turn runs first); none starts after. */
   async stopAll(): Promise<void> {
-    await Promise.all([...this.running.keys()].map((uuid) => this.stop(uuid)));
+    this.closed = true;
+    const uuids = new Set([...this.running.keys(), ...this.turns.keys()]);
+    await Promise.all([...uuids].map((uuid) => this.stop(uuid)));
   }
 
   stats(uuid: string): NetworkInputStats | undefined {
@@ -93,15 +96,22 @@ export interface InputDeps {
 }
 
 /** `label` names the input in logs: `name (uuid)`. Undefined for an input type without a running part. */
-export function createInput(inend: Inend, label: string, deps: InputDeps): RunningInput | undefined {
-  // The configs were checked by src/scripts/input-configs.ts when the input was saved.
+export async function createInput(inend: Inend, label: string, deps: InputDeps): Promise<RunningInput | undefined> {
+  // The configs were checked by src/scripts/input-configs.ts when the input was saved. The modules are
+  // loaded with the first input of their type: aedes and mqtt.js cost memory a gateway without them keeps.
   switch (inend.type) {
-    case 'UDP_SERVER':
+    case 'UDP_SERVER': {
+      const { UdpServerInput } = await import('./udp-server.js');
       return new UdpServerInput(label, inend.config as unknown as UdpServerConfig, deps.sink, deps.log);
-    case 'GENERIC_MQTT_SERVER':
+    }
+    case 'GENERIC_MQTT_SERVER': {
+      const { MqttBrokerInput } = await import('./mqtt-broker.js');
       return new MqttBrokerInput(label, inend.config as unknown as MqttServerConfig, deps.sink, deps.auth, deps.log, deps.tls);
-    case 'GENERIC_MQTT':
+    }
+    case 'GENERIC_MQTT': {
+      const { MqttClientInput } = await import('./mqtt-client.js');
       return new MqttClientInput(label, inend.config as unknown as MqttClientConfig, deps.sink, deps.log);
+    }
     default:
       return undefined;
   }

@@ -52,6 +52,8 @@ describe('serve loads what it uses', () => {
     expect(modules.some((m) => m.endsWith('/dist/server.js')), 'the hook saw the service').toBe(true);
     expect(modules.filter((m) => /@nats-io|\/uplink\/(uplink|nats-link)\.js$/.test(m))).toEqual([]);
     expect(modules.filter((m) => /cli-transfers|cli-progress/.test(m))).toEqual([]);
+    // aedes and mqtt.js load with the first MQTT input (src/inputs/input-table.ts), not before.
+    expect(modules.filter((m) => /\/node_modules\/(aedes|mqtt|mqtt-packet)\/|\/inputs\/(mqtt-broker|mqtt-client|udp-server)\.js$/.test(m))).toEqual([]);
     // prom-client (about 4 MiB) waits for the first scrape of /metrics (test/reliability/observability.test.ts scrapes it).
     expect(modules.filter((m) => /prom-client|\/http\/(metrics|uplink-metrics)\.js$/.test(m))).toEqual([]);
   }, 30_000);
