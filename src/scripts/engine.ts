@@ -77,7 +77,8 @@ export class ScriptEngine {
     const { workers, workerIdleS, timeoutMs, hardTimeoutMs, memoryMb } = opts.config;
     const pool = new ScriptPool({ workers, timeoutMs, hardTimeoutMs, memoryMb, idleStopMs: workerIdleS * 1000, workerFile: opts.workerFile });
     const engine = new ScriptEngine(opts, pool, rules, inends);
-    for (const inend of inends.list()) engine.startInput(inend);
+    // Network inputs start in the background: the HTTP API does not wait for a broker.
+    for (const inend of inends.list()) void engine.startInput(inend);
     return engine;
   }
 
@@ -137,7 +138,8 @@ export class ScriptEngine {
 
   async createInend(input: unknown): Promise<{ inend: Inend; token?: string }> {
     const created = await this.inends.create(input);
-    this.startInput(created.inend);
+    // Answered once a network input listens or connects (or shows why not): inends/stats has its connection then.
+    await this.startInput(created.inend);
     return created;
   }
 
@@ -240,7 +242,7 @@ export class ScriptEngine {
     return fields;
   }
 
-  private startInput(inend: Inend): void {
+  private startInput(inend: Inend): Promise<void> {
     this.dispatchers.set(
       inend.uuid,
       new InputDispatcher({
@@ -257,8 +259,8 @@ export class ScriptEngine {
       }),
     );
     this.startSimulator(inend);
-    // Listening or connecting goes on in the background; a failure shows in inends/stats and the log.
-    void this.network.restart(inend);
+    // A failure to listen or connect shows in inends/stats and the log, never as an error here.
+    return this.network.restart(inend).catch(() => undefined);
   }
 
   private startSimulator(inend: Inend): void {

@@ -39,7 +39,11 @@ function api(method: string, path: string, body?: unknown): Promise<any> {
         let out = '';
         res.setEncoding('utf8');
         res.on('data', (d) => (out += d));
-        res.on('end', () => resolve(JSON.parse(out)));
+        res.on('end', () => {
+          const answer = JSON.parse(out);
+          if (res.statusCode !== 200) reject(new Error(`${method} ${path}: HTTP ${res.statusCode} ${out}`));
+          else resolve(answer);
+        });
       },
     );
     req.on('error', reject);
