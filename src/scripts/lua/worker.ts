@@ -144,6 +144,9 @@ export class ScriptWorker {
       summaries: rules.map(() => ({ invocations: 0, failures: 0, histogram: newHistogram() })),
       debug: ctx.debugLines,
     };
+    // One clock reading an invocation: the end of one is the start of the next, unless an error was noted
+    // between them (that work is not the next invocation's).
+    let started = performance.now();
     for (let p = 0; p < task.payloads.length; p++) {
       ctx.payload = p;
       for (let r = 0; r < rules.length; r++) {
@@ -153,18 +156,21 @@ export class ScriptWorker {
         if (rule.envRef === undefined) {
           summary.failures++;
           result.errors.push({ payload: p, rule: r, message: rule.error ?? 'rule did not compile' });
+          started = performance.now();
           continue;
         }
         ctx.rule = r;
         ctx.recordsThisInvocation = 0;
         ctx.bytesThisInvocation = 0;
-        const started = performance.now();
         const outcome = this.sandbox.invoke(rule.envRef, task.payloads[p]);
-        recordDuration(summary.histogram, performance.now() - started);
+        const ended = performance.now();
+        recordDuration(summary.histogram, ended - started);
+        started = ended;
         if (outcome.status === INVOKE_ERROR || outcome.status === INVOKE_TIMEOUT) {
           summary.failures++;
           const { message, line } = splitPosition(outcome.message ?? 'error');
           result.errors.push(line === undefined ? { payload: p, rule: r, message } : { payload: p, rule: r, message, line });
+          started = performance.now();
         }
       }
     }
