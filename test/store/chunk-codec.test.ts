@@ -124,7 +124,8 @@ describe('chunk codec', () => {
         bad[at] ^= xor;
         expect(outcome(Buffer.concat([Buffer.of(1), deflateRawSync(bad)]), chunk.length)).not.toBe('same');
       }),
-      { numRuns: 2000 },
+      // [21, 4]: the first frame's head marked "id stored whole", which decoded the same id (CI, seed 1187744700).
+      { numRuns: 2000, examples: [[21, 4]] },
     );
     fc.assert(
       fc.property(fc.uint8Array({ maxLength: 600 }), fc.nat(5000), (garbage, logicalBytes) => {

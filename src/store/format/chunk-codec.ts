@@ -288,6 +288,8 @@ class FrameHeadReader {
     if ((head & ~HEAD_BITS) !== 0) throw new Error(`chunk: frame ${f} has unknown head bits ${head}`);
     const id = head & HEAD_ID_WHOLE ? this.ids.varint() : c.id + this.ids.varint();
     if (!Number.isSafeInteger(id) || id < 1) throw new Error(`chunk: frame ${f} has id ${id}`);
+    // The encoder stores an id whole only below the previous one: any other whole id is a damaged head.
+    if (head & HEAD_ID_WHOLE && id >= c.id) throw new Error(`chunk: frame ${f} has a whole id ${id}, not below the previous ${c.id}`);
     const ts = head & HEAD_TS_RAW ? this.tsRaw.float64() : this.tsState.predicted() + unzigzag(this.tss.varint());
     this.tsState.advance(ts);
     c.head = head;
