@@ -59,7 +59,10 @@ describe('ScriptPool sharing', () => {
       if (performance.now() - started < 180) break;
     }
     const finished: string[] = [];
-    const submit = (owner: string, name: string) => pool!.run(busy(300), owner).then(() => finished.push(name));
+    // A's tasks are short and the others ten times longer, so C1 (started when A1 ends) still runs when A2
+    // ends: on a busy machine A2 may start well after A1, and with equal lengths C1 had ended first, its
+    // owner then held no worker either and the older C2 won the tie.
+    const submit = (owner: string, name: string) => pool!.run(busy(owner === 'A' ? 300 : 3000), owner).then(() => finished.push(name));
     // A takes both workers; C queues two tasks, then B one.
     const all = [submit('A', 'A1'), submit('A', 'A2'), submit('C', 'C1'), submit('C', 'C2'), submit('B', 'B1')];
     await Promise.all(all);
