@@ -111,3 +111,18 @@ export async function api<T = unknown>(base: string, method: string, pathAndQuer
   if (!res.ok || json.code !== 200) throw new Error(`${method} ${pathAndQuery}: ${res.status} ${json.msg}`);
   return json.data;
 }
+
+/** Controls without an accessible name (label, aria-label or aria-labelledby), and clickable divs/spans. */
+export async function unnamedControls(page: Page): Promise<string[]> {
+  return page.evaluate<string[]>(`(() => {
+    const bad = [];
+    for (const el of document.querySelectorAll('input, select, textarea, button, a[href]')) {
+      if (el.closest('[hidden]') || el.type === 'hidden' || el.getAttribute('aria-hidden') === 'true') continue;
+      const named = (el.labels && el.labels.length) || el.getAttribute('aria-label') || el.getAttribute('aria-labelledby')
+        || ((el.tagName === 'BUTTON' || el.tagName === 'A') && el.textContent.trim());
+      if (!named) bad.push(el.outerHTML.slice(0, 120));
+    }
+    for (const el of document.querySelectorAll('div[tabindex], span[tabindex], div[role=button], span[role=button]')) bad.push('non-button control: ' + el.outerHTML.slice(0, 120));
+    return bad;
+  })()`);
+}

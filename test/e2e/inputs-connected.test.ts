@@ -15,7 +15,7 @@ import { createServer } from 'node:net';
 import mqtt from 'mqtt';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SECRET, api, setup, shot, signIn, type Env } from './harness.js';
+import { SECRET, api, setup, shot, signIn, unnamedControls, type Env } from './harness.js';
 import { startMosquitto, type Mosquitto } from '../inputs/support.js';
 
 let env: Env;
@@ -84,20 +84,6 @@ async function newInput(page: Page, name: string, type: string): Promise<void> {
 
 const inputNamed = async (base: string, name: string): Promise<Inend> =>
   (await api<Inend[]>(base, 'GET', 'inends/list')).find((i) => i.name === name)!;
-
-/** Controls of the page without an accessible name (as keyboard.test.ts checks the main screens). */
-function unnamedControls(page: Page): Promise<string[]> {
-  return page.evaluate<string[]>(`(() => {
-    const bad = [];
-    for (const el of document.querySelectorAll('input, select, textarea, button, a[href]')) {
-      if (el.closest('[hidden]') || el.type === 'hidden' || el.getAttribute('aria-hidden') === 'true') continue;
-      const named = (el.labels && el.labels.length) || el.getAttribute('aria-label') || el.getAttribute('aria-labelledby')
-        || ((el.tagName === 'BUTTON' || el.tagName === 'A') && el.textContent.trim());
-      if (!named) bad.push(el.outerHTML.slice(0, 120));
-    }
-    return bad;
-  })()`);
-}
 
 /** The health cell of an input once its connection block shows. */
 async function connectionText(page: Page, uuid: string): Promise<string> {

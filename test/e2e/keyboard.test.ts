@@ -3,9 +3,8 @@
  * main screens has an accessible name.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Page } from 'playwright-core';
 import { ADMIN } from '../support/service.js';
-import { api, setup, type Env } from './harness.js';
+import { api, setup, unnamedControls, type Env } from './harness.js';
 
 let env: Env;
 
@@ -16,21 +15,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await env?.close();
 });
-
-/** Controls without an accessible name (label, aria-label or aria-labelledby), and clickable divs/spans. */
-async function unnamedControls(page: Page): Promise<string[]> {
-  return page.evaluate<string[]>(`(() => {
-    const bad = [];
-    for (const el of document.querySelectorAll('input, select, textarea, button, a[href]')) {
-      if (el.closest('[hidden]') || el.type === 'hidden' || el.getAttribute('aria-hidden') === 'true') continue;
-      const named = (el.labels && el.labels.length) || el.getAttribute('aria-label') || el.getAttribute('aria-labelledby')
-        || ((el.tagName === 'BUTTON' || el.tagName === 'A') && el.textContent.trim());
-      if (!named) bad.push(el.outerHTML.slice(0, 120));
-    }
-    for (const el of document.querySelectorAll('div[tabindex], span[tabindex], div[role=button], span[role=button]')) bad.push('non-button control: ' + el.outerHTML.slice(0, 120));
-    return bad;
-  })()`);
-}
 
 describe('keyboard and labels', () => {
   it('signs in and reaches the main controls with the keyboard; every control is named', async () => {
