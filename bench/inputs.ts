@@ -5,7 +5,8 @@
  * 1000 lines a push), the built-in broker at QoS 0 and at QoS 1 (10 clients, 100 in flight each), UDP
  * (paced bursts: lossy, refused datagrams reported), the GENERIC_MQTT client of a mosquitto, and mosquitto
  * alone (10 publishers QoS 1 x 100 in flight, one QoS 1 subscriber) as the ceiling for the same messages.
- * Usage: npm run bench:inputs [-- --records 50000 --sync interval]
+ * Usage: npm run bench:inputs [-- --records 50000 --sync interval --only ndjson,qos1]
+ * `--only`: the rows to run, of ndjson, qos0, qos1, udp, client, mosquitto (default: all).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import dgram from 'node:dgram';
@@ -18,7 +19,10 @@ import { repoRoot } from './report.js';
 import { BENCH_ADMIN, readSampleRule, SAMPLE_ATTRIBUTES, sampleActions, samplePayload } from './sample-rule.js';
 import { freePort, processCpuMs, stopChild } from './targets.js';
 
-const { values: args } = parseArgs({ options: { records: { type: 'string', default: '50000' }, sync: { type: 'string', default: 'interval' } } });
+const { values: args } = parseArgs({
+  options: { records: { type: 'string', default: '50000' }, sync: { type: 'string', default: 'interval' }, only: { type: 'string', default: 'ndjson,qos0,qos1,udp,client,mosquitto' } },
+});
+const ONLY = new Set(args.only.split(',').map((s) => s.trim()));
 const RECORDS = Number(args.records);
 const SECRET = 'bench-secret';
 const say = (m: string): void => void process.stderr.write(`[bench:inputs] ${m}\n`);
@@ -159,67 +163,79 @@ async function main(): Promise<void> {
   const rows: Row[] = [];
   try {
     // HTTP NDJSON: 8 pushers of 1000 lines.
-    const http = await pipeline(base, sample, 'HTTP', 'via_http', {});
-    rows.push(
-      await measure('HTTP NDJSON (8 x 1000 lines)', pid, base, http.model, RECORDS, async () => {
-        let next = 0;
-        await Promise.all(
-          Array.from({ length: 8 }, async () => {
-            while (next < RECORDS) {
-              const lines = [];
-              for (let k = 0; k < 1000 && next < RECORDS; k++) lines.push(samplePayload(next++));
-              const res = await fetch(`${base}/api/v1/inends/push?uuid=${http.inend}`, { method: 'POST', headers: { Authorization: `Bearer ${http.token}`, 'Content-Type': 'application/x-ndjson' }, body: lines.join('\n') });
-              await res.arrayBuffer();
-            }
-          }),
-        );
-      }),
-    );
-    const brokerPort = await freePort();
-    const broker = await pipeline(base, sample, 'GENERIC_MQTT_SERVER', 'via_broker', { host: '127.0.0.1', port: brokerPort, maxClients: 100 });
-    const url = `mqtt://127.0.0.1:${brokerPort}`;
-    await new Promise((r) => setTimeout(r, 300));
-    rows.push(await measure('MQTT QoS 0, built-in broker (10 clients)', pid, base, broker.model, RECORDS, () => publishAll(url, { username: 'b', password: broker.token }, 'bench', RECORDS, 0, 1)));
-    const broker1 = await pipeline(base, sample, 'GENERIC_MQTT_SERVER', 'via_broker_q1', { host: '127.0.0.1', port: await freePort(), maxClients: 100 });
-    const cfg1 = (await api(base, 'GET', `/api/v1/inends/detail?uuid=${broker1.inend}`)).config;
-    await new Promise((r) => setTimeout(r, 300));
-    rows.push(await measure('MQTT QoS 1, built-in broker (10 clients x 100 in flight)', pid, base, broker1.model, RECORDS, () => publishAll(`mqtt://127.0.0.1:${cfg1.port}`, { username: 'b', password: broker1.token }, 'bench', RECORDS, 1, 100)));
+    if (ONLY.has('ndjson')) {
+      const http = await pipeline(base, sample, 'HTTP', 'via_http', {});
+      rows.push(
+        await measure('HTTP NDJSON (8 x 1000 lines)', pid, base, http.model, RECORDS, async () => {
+          let next = 0;
+          await Promise.all(
+            Array.from({ length: 8 }, async () => {
+              while (next < RECORDS) {
+                const lines = [];
+                for (let k = 0; k < 1000 && next < RECORDS; k++) lines.push(samplePayload(next++));
+                const res = await fetch(`${base}/api/v1/inends/push?uuid=${http.inend}`, { method: 'POST', headers: { Authorization: `Bearer ${http.token}`, 'Content-Type': 'application/x-ndjson' }, body: lines.join('\n') });
+                await res.arrayBuffer();
+              }
+            }),
+          );
+        }),
+      );
+    }
+    if (ONLY.has('qos0')) {
+      const brokerPort = await freePort();
+      const broker = await pipeline(base, sample, 'GENERIC_MQTT_SERVER', 'via_broker', { host: '127.0.0.1', port: brokerPort, maxClients: 100 });
+      const url = `mqtt://127.0.0.1:${brokerPort}`;
+      await new Promise((r) => setTimeout(r, 300));
+      rows.push(await measure('MQTT QoS 0, built-in broker (10 clients)', pid, base, broker.model, RECORDS, () => publishAll(url, { username: 'b', password: broker.token }, 'bench', RECORDS, 0, 1)));
+    }
+    if (ONLY.has('qos1')) {
+      const broker1 = await pipeline(base, sample, 'GENERIC_MQTT_SERVER', 'via_broker_q1', { host: '127.0.0.1', port: await freePort(), maxClients: 100 });
+      const cfg1 = (await api(base, 'GET', `/api/v1/inends/detail?uuid=${broker1.inend}`)).config;
+      await new Promise((r) => setTimeout(r, 300));
+      rows.push(await measure('MQTT QoS 1, built-in broker (10 clients x 100 in flight)', pid, base, broker1.model, RECORDS, () => publishAll(`mqtt://127.0.0.1:${cfg1.port}`, { username: 'b', password: broker1.token }, 'bench', RECORDS, 1, 100)));
+    }
     // UDP: bursts of 200 datagrams, a turn of the event loop between; what the socket or the queue cannot take is lost.
-    const udpPort = await freePort();
-    const udp = await pipeline(base, sample, 'UDP_SERVER', 'via_udp', { host: '127.0.0.1', port: udpPort, maxDataLength: 1024 });
-    await new Promise((r) => setTimeout(r, 300));
-    rows.push(
-      await measure('UDP (bursts of 200 datagrams)', pid, base, udp.model, RECORDS, async () => {
-        const socket = dgram.createSocket('udp4');
-        for (let i = 0; i < RECORDS; i++) {
-          socket.send(samplePayload(i), udpPort, '127.0.0.1');
-          if (i % 200 === 199) await new Promise((r) => setTimeout(r, 2));
-        }
-        await new Promise((r) => setTimeout(r, 200));
-        socket.close();
-        const stats = await api(base, 'GET', `/api/v1/inends/stats?uuid=${udp.inend}`);
-        return `(${stats.messagesIn} of ${RECORDS} datagrams read, ${stats.refused} refused)`;
-      }, 1000),
-    );
+    if (ONLY.has('udp')) {
+      const udpPort = await freePort();
+      const udp = await pipeline(base, sample, 'UDP_SERVER', 'via_udp', { host: '127.0.0.1', port: udpPort, maxDataLength: 1024 });
+      await new Promise((r) => setTimeout(r, 300));
+      rows.push(
+        await measure('UDP (bursts of 200 datagrams)', pid, base, udp.model, RECORDS, async () => {
+          const socket = dgram.createSocket('udp4');
+          for (let i = 0; i < RECORDS; i++) {
+            socket.send(samplePayload(i), udpPort, '127.0.0.1');
+            if (i % 200 === 199) await new Promise((r) => setTimeout(r, 2));
+          }
+          await new Promise((r) => setTimeout(r, 200));
+          socket.close();
+          const stats = await api(base, 'GET', `/api/v1/inends/stats?uuid=${udp.inend}`);
+          return `(${stats.messagesIn} of ${RECORDS} datagrams read, ${stats.refused} refused)`;
+        }, 1000),
+      );
+    }
     // The client input of a mosquitto: mosquitto takes the messages, the input stores them one at a time.
-    const viaClient = await pipeline(base, sample, 'GENERIC_MQTT', 'via_client', { host: '127.0.0.1', port: mosq.port, clientId: 'bench-client', qos: 1, subTopics: ['client/#'] });
-    await new Promise((r) => setTimeout(r, 500));
-    const clientRecords = Math.min(RECORDS, 10_000);
-    rows.push(await measure(`GENERIC_MQTT client of mosquitto, QoS 1 (${clientRecords} messages)`, pid, base, viaClient.model, clientRecords, () => publishAll(`mqtt://127.0.0.1:${mosq.port}`, {}, 'client/x', clientRecords, 1, 100)));
-    // The ceiling: mosquitto alone, 10 publishers QoS 1 x 100 in flight to one QoS 1 subscriber.
-    const sub = await mqtt.connectAsync(`mqtt://127.0.0.1:${mosq.port}`, { clientId: 'bench-sub', reconnectPeriod: 0 });
-    await sub.subscribeAsync('ceiling/#', { qos: 1 });
-    let received = 0;
-    const all = new Promise<void>((resolve) => sub.on('message', () => ++received === RECORDS && resolve()));
-    const cpu0 = processCpuMs(mosq.child.pid!);
-    const t0 = performance.now();
-    await publishAll(`mqtt://127.0.0.1:${mosq.port}`, {}, 'ceiling/x', RECORDS, 1, 100);
-    await all;
-    const seconds = (performance.now() - t0) / 1000;
-    const row = { path: 'mosquitto alone, QoS 1 (10 x 100 in flight, 1 subscriber)', records: received, recordsPerS: Math.round(received / seconds), cpuUsPerRecord: Math.round(((processCpuMs(mosq.child.pid!) - cpu0) * 1000) / received), note: '(mosquitto CPU)' };
-    say(`${row.path}: ${row.recordsPerS}/s, ${row.cpuUsPerRecord} µs CPU each`);
-    rows.push(row);
-    await sub.endAsync();
+    if (ONLY.has('client')) {
+      const viaClient = await pipeline(base, sample, 'GENERIC_MQTT', 'via_client', { host: '127.0.0.1', port: mosq.port, clientId: 'bench-client', qos: 1, subTopics: ['client/#'] });
+      await new Promise((r) => setTimeout(r, 500));
+      const clientRecords = Math.min(RECORDS, 10_000);
+      rows.push(await measure(`GENERIC_MQTT client of mosquitto, QoS 1 (${clientRecords} messages)`, pid, base, viaClient.model, clientRecords, () => publishAll(`mqtt://127.0.0.1:${mosq.port}`, {}, 'client/x', clientRecords, 1, 100)));
+    }
+    if (ONLY.has('mosquitto')) {
+      // The ceiling: mosquitto alone, 10 publishers QoS 1 x 100 in flight to one QoS 1 subscriber.
+      const sub = await mqtt.connectAsync(`mqtt://127.0.0.1:${mosq.port}`, { clientId: 'bench-sub', reconnectPeriod: 0 });
+      await sub.subscribeAsync('ceiling/#', { qos: 1 });
+      let received = 0;
+      const all = new Promise<void>((resolve) => sub.on('message', () => ++received === RECORDS && resolve()));
+      const cpu0 = processCpuMs(mosq.child.pid!);
+      const t0 = performance.now();
+      await publishAll(`mqtt://127.0.0.1:${mosq.port}`, {}, 'ceiling/x', RECORDS, 1, 100);
+      await all;
+      const seconds = (performance.now() - t0) / 1000;
+      const row = { path: 'mosquitto alone, QoS 1 (10 x 100 in flight, 1 subscriber)', records: received, recordsPerS: Math.round(received / seconds), cpuUsPerRecord: Math.round(((processCpuMs(mosq.child.pid!) - cpu0) * 1000) / received), note: '(mosquitto CPU)' };
+      say(`${row.path}: ${row.recordsPerS}/s, ${row.cpuUsPerRecord} µs CPU each`);
+      rows.push(row);
+      await sub.endAsync();
+    }
   } finally {
     await stopChild(child);
     await stopChild(mosq.child);
