@@ -9,6 +9,7 @@ import { InputDispatcher, type PushOptions } from './dispatcher.js';
 import { DryRunner, type DryRunResult } from './dry-run.js';
 import { InendBook, parseSimulatorConfig } from './inends.js';
 import { InputCounters } from './input-stats.js';
+import { withoutSecrets } from './input-configs.js';
 import { NetworkInputs, type NetworkInputView } from '../inputs/index.js';
 import { ScriptPool } from './pool.js';
 import { parseRuleFields, RuleBook, type RuleFields } from './rules.js';
@@ -128,19 +129,21 @@ export class ScriptEngine {
 
   // ---- inputs ----
 
+  // What these answer goes to API clients: a GENERIC_MQTT password is masked (withoutSecrets).
+
   listInends(): Inend[] {
-    return this.inends.list();
+    return this.inends.list().map(withoutSecrets);
   }
 
   getInend(uuid: string): Inend {
-    return this.inends.get(uuid);
+    return withoutSecrets(this.inends.get(uuid));
   }
 
   async createInend(input: unknown): Promise<{ inend: Inend; token?: string }> {
     const created = await this.inends.create(input);
     // Answered once a network input listens or connects (or shows why not): inends/stats has its connection then.
     await this.startInput(created.inend);
-    return created;
+    return { ...created, inend: withoutSecrets(created.inend) };
   }
 
   /** A simulator or a network input restarts with its new settings; the queue of the input is kept. */
@@ -149,7 +152,7 @@ export class ScriptEngine {
     this.stopSimulator(inend.uuid);
     this.startSimulator(inend);
     await this.network.restart(inend);
-    return inend;
+    return withoutSecrets(inend);
   }
 
   /** A new push token for an HTTP input; the old one is refused from now on. */

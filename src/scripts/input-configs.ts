@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { isIP } from 'node:net';
 import { InvalidArgumentError } from '../errors.js';
 import { describeValue, mustBe, oneOf, range } from '../util/messages.js';
-import type { MqttClientConfig, MqttServerConfig, UdpServerConfig } from './shared/types.js';
+import type { Inend, MqttClientConfig, MqttServerConfig, UdpServerConfig } from './shared/types.js';
 
 export const PORT_MAX = 65_535;
 /** The largest UDP payload over IPv4 (65,535 - 8 - 20 bytes). */
@@ -99,9 +99,23 @@ export function topicFilterProblem(filter: string): string | undefined {
   return undefined;
 }
 
+/** What the API shows for a GENERIC_MQTT input's stored password (docs/security.md). */
+export const PASSWORD_SHOWN = '******';
+
+/**
+ * An input as the API answers it: a GENERIC_MQTT password is a credential for another system, so it is
+ * shown as PASSWORD_SHOWN (or "" when none is set), never in clear. An update that sends that mask back,
+ * or no password, keeps the stored one (parseMqttClientConfig).
+ */
+export function withoutSecrets(inend: Inend): Inend {
+  if (inend.type !== 'GENERIC_MQTT' || typeof inend.config.password !== 'string') return inend;
+  return { ...inend, config: { ...inend.config, password: inend.config.password === '' ? '' : PASSWORD_SHOWN } };
+}
+
 /**
  * `current` is the stored config on an update: a config without clientId keeps the stored one, so the
- * broker's session (and the messages it keeps for us) survives the update.
+ * broker's session (and the messages it keeps for us) survives the update; a config without password, or
+ * with PASSWORD_SHOWN (what the list showed), keeps the stored password.
  */
 export function parseMqttClientConfig(value: unknown, current?: Raw): MqttClientConfig {
   const c = object(value, '{host, port, clientId, username, password, qos, subTopics}');
@@ -127,12 +141,16 @@ export function parseMqttClientConfig(value: unknown, current?: Raw): MqttClient
     port: integer(c, 'port', 1, PORT_MAX, d.port),
     clientId: text(c, 'clientId', TEXT_CHARS_MAX, keptId, true),
     username: text(c, 'username', TEXT_CHARS_MAX, d.username, false),
-    password: text(c, 'password', TEXT_CHARS_MAX, d.password, false),
+    password: current !== undefined && (c.password === undefined || c.password === PASSWORD_SHOWN) ? keptPassword(current) : text(c, 'password', TEXT_CHARS_MAX, d.password, false),
     qos,
     subTopics: [...new Set(subTopics)],
     tls: bool(c, 'tls', d.tls),
     maxMessageBytes: integer(c, 'maxMessageBytes', 1, MQTT_MESSAGE_BYTES_MAX, d.maxMessageBytes),
   };
+}
+
+function keptPassword(current: Raw): string {
+  return typeof current.password === 'string' ? current.password : MQTT_CLIENT_DEFAULTS.password;
 }
 
 /** RHILEX's input types this service does not build (RHILEX's typex/xsource.go): a 400 names them. */

@@ -3,7 +3,7 @@
  * rules that decode each input's `args` as RHILEX's documentation does, payloads that carry a sequence
  * number, reads of what was stored, and a real mosquitto on a free port (started and stopped by tests).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import dgram from 'node:dgram';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
@@ -106,17 +106,25 @@ export interface Mosquitto {
 }
 
 /**
- * A real mosquitto (Debian package) on a free loopback port, with a temp config: anonymous, persistence
- * on (sessions and queued QoS 1 messages survive its restart), no message queue limit a test reaches.
+ * A real mosquitto (Debian package) on a free loopback port, with a temp config: anonymous unless `users`
+ * (user name -> password) is given, persistence on (sessions and queued QoS 1 messages survive its
+ * restart), no message queue limit a test reaches.
  */
-export async function startMosquitto(): Promise<Mosquitto> {
+export async function startMosquitto(options: { users?: Record<string, string> } = {}): Promise<Mosquitto> {
   const dir = mkdtempSync(join(tmpdir(), 'edc-mosquitto-'));
   const port = await freePort('tcp');
   const conf = join(dir, 'mosquitto.conf');
+  const login = ['allow_anonymous true'];
+  if (options.users !== undefined) {
+    const passwords = join(dir, 'passwords');
+    writeFileSync(passwords, '');
+    for (const [user, password] of Object.entries(options.users)) execFileSync('mosquitto_passwd', ['-b', passwords, user, password]);
+    login.splice(0, 1, 'allow_anonymous false', `password_file ${passwords}`);
+  }
   writeFileSync(
     conf,
     // `user`: run as root, mosquitto drops to the user `mosquitto`, which cannot write the persistence file in our temp dir.
-    [`user ${userInfo().username}`, `listener ${port} 127.0.0.1`, 'allow_anonymous true', 'persistence true', `persistence_location ${dir}/`, 'max_queued_messages 0', 'max_inflight_messages 100', 'log_type error', ''].join('\n'),
+    [`user ${userInfo().username}`, `listener ${port} 127.0.0.1`, ...login, 'persistence true', `persistence_location ${dir}/`, 'max_queued_messages 0', 'max_inflight_messages 100', 'log_type error', ''].join('\n'),
   );
   let child: ChildProcess | undefined;
   const launch = async (): Promise<void> => {

@@ -78,7 +78,7 @@ function connectedPart(type, config, editing) {
     f.clientId = text('Client id', 'clientId', {}, 'Keep it fixed: the broker keeps this input\'s session (and the messages sent while the gateway is down) under it.');
     f.username = text('Username', 'username', { autocomplete: 'off' });
     f.password = field('Password', h('input', { type: 'password', name: 'mqtt-password', autocomplete: 'new-password', value: String(c.password ?? '') }),
-      editing ? { hint: 'As saved; change it to give the broker a new one.' } : {});
+      editing ? { hint: 'The saved password is not shown: leave the dots to keep it, type a new one, or empty the field to send none.' } : {});
     f.qos = field('QoS', select([['0', '0: at most once'], ['1', '1: at least once'], ['2', '2: exactly once']], String(c.qos ?? 1), { name: 'qos' }),
       { hint: 'With 1 or 2 a message is acknowledged only once its records are stored.' });
     const topics = h('textarea', { name: 'subTopics', rows: '3', spellcheck: 'false', class: 'topics' });
