@@ -45,12 +45,20 @@ export function serveNodeFlags(): string[] {
 }
 
 /**
+ * BENCH_TARGET_FLAGS: node flags for the targets only, space-separated, for profiling them
+ * (`--cpu-prof --cpu-prof-dir=/tmp/prof`: NODE_OPTIONS refuses --cpu-prof, and would profile the clients too).
+ */
+function profilingFlags(): string[] {
+  return (process.env.BENCH_TARGET_FLAGS ?? '').split(' ').filter((flag) => flag !== '');
+}
+
+/**
  * Starts bench/http-target.js with `args` on core 0 and waits for its READY line. Every target (ours and
  * the peers' Node fronts) runs with the service's node flags: V8's young generation changes the tail.
  */
 export async function startTarget(label: string, args: string[], log: (m: string) => void): Promise<Target> {
   const script = join(repoRoot, 'dist-bench', 'bench', 'http-target.js');
-  const [cmd, cmdArgs] = pinned(0, process.execPath, [...serveNodeFlags(), script, ...args]);
+  const [cmd, cmdArgs] = pinned(0, process.execPath, [...serveNodeFlags(), ...profilingFlags(), script, ...args]);
   const child = spawn(cmd, cmdArgs, { stdio: ['ignore', 'pipe', 'inherit'] });
   let dir: string | undefined;
   for await (const line of createInterface({ input: child.stdout! })) {
