@@ -169,8 +169,9 @@ export class LuaBridge {
     this.payloadPointer = 0;
     this.payloadText = '';
     // Held past its invocation, every parsed object would outlive a young-generation collection and be
-    // promoted; a table kept for a later invocation (rare) has its text parsed again.
-    this.parsed.clear();
+    // promoted; a table kept for a later invocation (rare) has its text parsed again. Map.clear
+    // allocates a fresh table even when empty: only when there is something to drop.
+    if (this.parsed.size > 0) this.parsed.clear();
   }
 
   /** `j2t(text)`: the decoded value, or nil and JSON.parse's message; nothing for a top-level null. */
