@@ -1,10 +1,11 @@
 /**
- * Hands one message's payload to the input's queue and keeps at it until its records are stored: the
- * acknowledgement of an MQTT message waits for this (contract 21), so nothing acknowledged is lost. A
- * full queue (503) or a read-only store is retried after a jittered wait instead of dropping the message:
- * meanwhile the message stays unacknowledged and the connection is not read (flow control).
+ * Hands one message's payload (deliver), or the payloads of many (deliverAll), to the input's queue and
+ * keeps at it until their records are stored: the acknowledgement of an MQTT message waits for this
+ * (contract 21), so nothing acknowledged is lost. A full queue (503) or a read-only store is retried
+ * after a jittered wait instead of dropping the message: meanwhile the message stays unacknowledged and
+ * the connection is not read (flow control).
  */
-import { UnavailableError } from '../errors.js';
+import { InvalidArgumentError, UnavailableError } from '../errors.js';
 import type { PushResult } from '../scripts/shared/types.js';
 import { Backoff, type StopSignal } from './backoff.js';
 import type { InputStatus } from './input-status.js';
@@ -24,12 +25,33 @@ const RETRY_MAX_MS = 2000;
 export type Delivery = 'stored' | 'failed' | 'stopped';
 
 export async function deliver(sink: InputSink, payload: string, status: InputStatus, stop: StopSignal): Promise<Delivery> {
+  const result = await deliverAll(sink, [payload], status, stop);
+  if (result === 'stopped') return 'stopped';
+  return result.accepted === 1 ? 'stored' : 'failed';
+}
+
+/** How many of a deliverAll's payloads were stored, and how many a rule or the record check refused. */
+export interface Delivered {
+  accepted: number;
+  failed: number;
+}
+
+/**
+ * deliver() for many messages in one push (one ticket, one settle for all): resolves once every payload
+ * is stored or failed, so each of their acknowledgements may go out then; 'stopped' when the input
+ * stopped first (none acknowledged). A refused push (full queue, read-only store) is offered again whole,
+ * as deliver() offers its one payload again: the payloads already kept are then stored a second time (at
+ * least once). A push over the queue's size (`[scripts] queue_max` smaller than the batch) is split in
+ * halves until it fits.
+ */
+export async function deliverAll(sink: InputSink, payloads: string[], status: InputStatus, stop: StopSignal): Promise<Delivered | 'stopped'> {
   const backoff = new Backoff(RETRY_FIRST_MS, RETRY_MAX_MS);
   while (!stop.isStopped) {
     let result: PushResult;
     try {
-      result = await sink([payload], { waitDurable: false });
+      result = await sink(payloads, { waitDurable: false });
     } catch (err) {
+      if (err instanceof InvalidArgumentError && payloads.length > 1) return split(sink, payloads, status, stop);
       // Queue full, store read-only, service shutting down: wait and offer it again.
       if (!(err instanceof UnavailableError)) return 'stopped';
       if (!(await stop.sleep(backoff.nextMs()))) return 'stopped';
@@ -41,11 +63,15 @@ export async function deliver(sink: InputSink, payload: string, status: InputSta
       if (!(await stop.sleep(backoff.nextMs()))) return 'stopped';
       continue;
     }
-    if (result.accepted === 1) {
-      status.stored++;
-      return 'stored';
-    }
-    return 'failed';
+    status.stored += result.accepted;
+    return { accepted: result.accepted, failed: result.failed };
   }
   return 'stopped';
+}
+
+async function split(sink: InputSink, payloads: string[], status: InputStatus, stop: StopSignal): Promise<Delivered | 'stopped'> {
+  const half = Math.ceil(payloads.length / 2);
+  const parts = await Promise.all([deliverAll(sink, payloads.slice(0, half), status, stop), deliverAll(sink, payloads.slice(half), status, stop)]);
+  if (parts[0] === 'stopped' || parts[1] === 'stopped') return 'stopped';
+  return { accepted: parts[0].accepted + parts[1].accepted, failed: parts[0].failed + parts[1].failed };
 }

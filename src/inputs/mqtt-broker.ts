@@ -10,6 +10,10 @@
  * chunk of the socket only once every packet of the last one is handled: a full queue or a stalled rule
  * leaves the socket unread, and TCP flow control slows the publisher. Nothing is dropped.
  *
+ * Batches: the messages of one turn of the event loop, across clients (every socket read of it), go to
+ * the queue as one push (one ticket and one settle instead of one per message); each is acknowledged once
+ * the whole push is stored, a refused push is offered again whole (deliver.ts).
+ *
  * Limits: maxClients connections (net.Server maxConnections), maxMessageBytes a packet (refused from its
  * length header, before its body is buffered), in flight per client what one socket read holds (64 KiB);
  * subscriptions are refused (the broker is an input, not a relay) and retained flags dropped, so the
@@ -20,7 +24,7 @@ import tls from 'node:tls';
 import { Aedes, type Client, type PublishPacket } from 'aedes';
 import type { InputTlsFiles, MqttServerConfig } from '../scripts/shared/types.js';
 import { StopSignal } from './backoff.js';
-import { deliver, type InputSink } from './deliver.js';
+import { deliverAll, type InputSink } from './deliver.js';
 import { errorText, InputStatus } from './input-status.js';
 import type { InputLog, RunningInput } from './running-input.js';
 
@@ -28,6 +32,16 @@ import type { InputLog, RunningInput } from './running-input.js';
 const CONNECT_TIMEOUT_MS = 10_000;
 /** CONNACK return code 4 (MQTT 3.1.1) / 0x86 (5.0): bad user name or password. */
 const BAD_USERNAME_OR_PASSWORD = 4;
+/** A batch's bounds (messages, characters of events): a full batch is pushed at once and the next one started. */
+const BATCH_MESSAGES_MAX = 512;
+const BATCH_CHARS_MAX = 4 * 1024 * 1024;
+
+/** The messages of a turn of the event loop waiting to be pushed, with their acknowledgements. */
+interface Batch {
+  events: string[];
+  dones: Array<(err?: Error | null) => void>;
+  chars: number;
+}
 
 export interface BrokerAuth {
   /** True when `password` is the input's push token (its hash compared, inends.ts). */
@@ -62,6 +76,9 @@ export class MqttBrokerInput implements RunningInput {
   readonly status = new InputStatus();
   private readonly stopSignal = new StopSignal();
   private readonly usernames = new WeakMap<Client, string>();
+  /** Per client, its publish event's JSON up to the `ts` value (the part that does not change). */
+  private readonly publishPrefixes = new WeakMap<Client, string>();
+  private batch: Batch | undefined;
   private broker: Aedes | undefined;
   private server: net.Server | undefined;
 
@@ -152,16 +169,61 @@ export class MqttBrokerInput implements RunningInput {
     }
     // Retained messages would be kept by the broker for subscribers it refuses anyway.
     packet.retain = false;
-    const event = eventJson('publish', client, this.usernames.get(client) ?? '', packet.topic, payload);
-    void deliver(this.sink, event, this.status, this.stopSignal).then((outcome) => {
-      // Stopped: no acknowledgement; the client sends the message again to the next broker it reaches.
-      done(outcome === 'stopped' ? new Error('input stopped') : null);
+    this.take(this.publishEvent(client, packet.topic, payload), done);
+  }
+
+  /**
+   * eventJson('publish', ...) with the client's part built once: the same text (keys in RHILEX's order),
+   * without an object and a JSON.stringify of it per message.
+   */
+  private publishEvent(client: Client, topic: string, payload: Buffer): string {
+    let prefix = this.publishPrefixes.get(client);
+    if (prefix === undefined) {
+      const fields = JSON.stringify({ action: 'publish', clientid: client.id, username: this.usernames.get(client) ?? '', ipaddress: remoteOf(client) });
+      prefix = `${fields.slice(0, -1)},"ts":`;
+      this.publishPrefixes.set(client, prefix);
+    }
+    let event = prefix + Date.now();
+    if (topic !== '') event += `,"topic":${JSON.stringify(topic)}`;
+    if (payload.length > 0) event += `,"payload":${JSON.stringify(payload.toString('utf8'))}`;
+    return `${event}}`;
+  }
+
+  /** Adds a message to this turn's batch; its `done` (the PUBACK) is called once the batch is stored. */
+  private take(event: string, done: (err?: Error | null) => void): void {
+    let batch = this.batch;
+    if (batch !== undefined && (batch.events.length >= BATCH_MESSAGES_MAX || batch.chars + event.length > BATCH_CHARS_MAX)) {
+      this.flush(batch);
+      batch = undefined;
+    }
+    if (batch === undefined) {
+      const started: Batch = { events: [], dones: [], chars: 0 };
+      this.batch = batch = started;
+      // After the poll phase: the packets of every socket read of this turn are in.
+      setImmediate(() => this.flush(started));
+    }
+    batch.events.push(event);
+    batch.dones.push(done);
+    batch.chars += event.length;
+  }
+
+  /** Pushes the batch (once; later calls do nothing) and acknowledges its messages once all are stored. */
+  private flush(batch: Batch): void {
+    if (this.batch !== batch) return;
+    this.batch = undefined;
+    void deliverAll(this.sink, batch.events, this.status, this.stopSignal).then((outcome) => {
+      // Stopped: no acknowledgement; the clients send the messages again to the next broker they reach.
+      // Otherwise each was stored, or failed in a rule (a retry would fail the same way): acknowledged.
+      const err = outcome === 'stopped' ? new Error('input stopped') : null;
+      for (const done of batch.dones) done(err);
     });
   }
 
   /** Connects and disconnects reach the rules as RHILEX sends them; dropped when the queue is full (they carry no data). */
   private event(action: 'connect' | 'disconnect', client: Client): void {
     if (this.stopSignal.isStopped) return;
+    // After the messages taken before it (a disconnect after the client's last messages).
+    if (this.batch !== undefined) this.flush(this.batch);
     try {
       void this.sink([eventJson(action, client, this.usernames.get(client) ?? '')], { waitDurable: false }).catch(() => undefined);
     } catch {

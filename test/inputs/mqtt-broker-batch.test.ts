@@ -1,0 +1,119 @@
+/**
+ * The built-in broker hands the messages of one turn of the event loop, across clients, to the queue as
+ * one push (src/inputs/mqtt-broker.ts). Here the broker input runs on loopback with real mqtt.js clients,
+ * its sink forwarding each push to a real service's HTTP input (the same rule, engine and store as a
+ * GENERIC_MQTT_SERVER input; the push answer is the engine's): 10 clients publish 20 QoS 1 messages each
+ * at once, one of which its rule fails on. Checked: a push carried the messages of several clients; each
+ * PUBACK came only after the push holding its message was answered (its records stored); the message
+ * the rule failed on is acknowledged too, not stored, and not counted stored; a push refused with a full
+ * queue (503) is offered again and its messages acknowledged only after that.
+ */
+import mqtt from 'mqtt';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { UnavailableError } from '../../src/errors.js';
+import { MqttBrokerInput } from '../../src/inputs/mqtt-broker.js';
+import type { PushResult } from '../../src/scripts/shared/types.js';
+import { startService, type TestService } from '../support/service.js';
+import { createInput, createModel, createRule, freePort, reading, ruleFor, storedTemps } from './support.js';
+
+const CLIENTS = 10;
+const PER_CLIENT = 20;
+/** The message whose payload is not JSON: the rule's json:J2T fails on it. */
+const BAD = { client: 3, index: 7 };
+
+let svc: TestService;
+let model: string;
+let pushUrl: string;
+let pushToken: string;
+
+beforeAll(async () => {
+  svc = await startService();
+  model = await createModel(svc.base, 'batched');
+  // An HTTP input with the broker input's rule: it takes the broker's events as NDJSON lines.
+  const input = await createInput(svc.base, { name: 'batched', type: 'HTTP', config: {} });
+  await createRule(svc.base, input.uuid, ruleFor('GENERIC_MQTT_SERVER', model));
+  pushUrl = `${svc.base}/api/v1/inends/push?uuid=${input.uuid}`;
+  pushToken = input.token!;
+});
+
+afterAll(async () => {
+  await svc?.close();
+});
+
+interface Push {
+  /** The `seq` of each publish event of the push (connect events carry none). */
+  seqs: number[];
+  clientIds: Set<string>;
+  answered: boolean;
+}
+
+describe('GENERIC_MQTT_SERVER batches', () => {
+  it('pushes the messages of many clients together; each PUBACK after its push is stored; a failed rule is acknowledged, a full queue retried', async () => {
+    const pushes: Push[] = [];
+    let refuseNext = true;
+    const sink = async (payloads: string[]): Promise<PushResult> => {
+      const events = payloads.map((p) => JSON.parse(p) as { action: string; clientid: string; payload?: string });
+      const publishes = events.filter((e) => e.action === 'publish');
+      if (publishes.length > 0 && refuseNext) {
+        // The first push of messages meets a full queue: it must be offered again, none acknowledged meanwhile.
+        refuseNext = false;
+        throw new UnavailableError('queue is full (test)', 1);
+      }
+      const push: Push = { seqs: [], clientIds: new Set(publishes.map((e) => e.clientid)), answered: false };
+      for (const e of publishes) {
+        const seq = /"value":(\d+)/.exec(e.payload ?? '')?.[1];
+        push.seqs.push(seq === undefined ? -1 : Number(seq));
+      }
+      pushes.push(push);
+      const res = await fetch(pushUrl, { method: 'POST', headers: { Authorization: `Bearer ${pushToken}`, 'Content-Type': 'application/x-ndjson' }, body: payloads.join('\n') });
+      const answer = (await res.json()) as { msg: string; data: PushResult };
+      if (res.status === 503) throw new UnavailableError(answer.msg, 1);
+      if (res.status !== 200) throw new Error(`push: ${res.status} ${answer.msg}`);
+      push.answered = true;
+      return answer.data;
+    };
+    const port = await freePort('tcp');
+    const broker = new MqttBrokerInput(
+      'batched (test)',
+      { serverName: 'test', host: '127.0.0.1', port, anonymous: true, tls: false, maxClients: 100, maxMessageBytes: 65_536 },
+      sink,
+      { checkPassword: () => true, failed: () => undefined },
+      () => undefined,
+      undefined,
+    );
+    await broker.start();
+    const clients = await Promise.all(
+      Array.from({ length: CLIENTS }, (_, c) => mqtt.connectAsync(`mqtt://127.0.0.1:${port}`, { clientId: `batch-${c}`, reconnectPeriod: 0 })),
+    );
+    /** Per PUBACK: whether the push holding its message had been answered when it arrived. */
+    const ackedAfterStore: boolean[] = [];
+    try {
+      await Promise.all(
+        clients.flatMap((client, c) =>
+          Array.from({ length: PER_CLIENT }, async (_, i) => {
+            const seq = c * 1000 + i;
+            const bad = c === BAD.client && i === BAD.index;
+            await client.publishAsync('plant/line', bad ? 'not json' : reading(seq, c), { qos: 1 });
+            if (!bad) ackedAfterStore.push(pushes.some((p) => p.answered && p.seqs.includes(seq)));
+          }),
+        ),
+      );
+    } finally {
+      await Promise.all(clients.map((c) => c.endAsync()));
+      await broker.stop();
+    }
+    const good = CLIENTS * PER_CLIENT - 1;
+    expect(ackedAfterStore.length).toBe(good);
+    expect(ackedAfterStore.every(Boolean)).toBe(true);
+    // Batched: fewer pushes than messages, and one push held the messages of several clients.
+    const withMessages = pushes.filter((p) => p.seqs.length > 0);
+    expect(withMessages.length).toBeLessThan(CLIENTS * PER_CLIENT);
+    expect(Math.max(...withMessages.map((p) => p.clientIds.size))).toBeGreaterThan(1);
+    // Every message was pushed once after the refusal (the refused push is not in `pushes`).
+    expect(withMessages.reduce((n, p) => n + p.seqs.length, 0)).toBe(CLIENTS * PER_CLIENT);
+    const stored = await storedTemps(svc.base, model);
+    expect(stored.length).toBe(good);
+    expect(new Set(stored).size).toBe(good);
+    expect(broker.status.view()).toMatchObject({ messagesIn: CLIENTS * PER_CLIENT, stored: good, refused: 0 });
+  });
+});
