@@ -13,7 +13,7 @@
  * compile) is several times slower on an ARM board and must not count as the rule's running time.
  */
 import { fileURLToPath } from 'node:url';
-import { Piscina } from 'piscina';
+import { Piscina } from '../util/lazy-piscina.js';
 import { WorkerLostError } from '../errors.js';
 import type { CompileTask, RunResult, RunTask, StartTask, WorkerTask } from './shared/protocol.js';
 import type { ValidationResult } from './shared/types.js';

@@ -19,12 +19,17 @@ afterEach(async () => {
   dir = undefined;
 });
 
-/** Starts `serve` with `extraIni`, waits until it listens, stops it; the modules it resolved. */
-async function modulesOfServe(extraIni: string): Promise<string[]> {
+const ADMIN = 'lazy-imports-admin-0123456789abcdef';
+
+/**
+ * Starts `serve` with `extraIni`, waits until it listens, runs `whileUp` (given the port and the modules
+ * resolved so far), stops it; the modules it resolved.
+ */
+async function modulesOfServe(extraIni: string, whileUp?: (port: number, modules: () => Promise<string[]>) => Promise<void>): Promise<string[]> {
   dir = await mkdtemp(join(tmpdir(), 'edc-lazy-'));
   const ini = join(dir, 'gw.ini');
   const log = join(dir, 'imports.log');
-  await writeFile(ini, `[main]\ndata_dir = ${join(dir, 'data')}\n[plugin.http_server]\nhost = 127.0.0.1\nport = 0\n${extraIni}`);
+  await writeFile(ini, `[main]\ndata_dir = ${join(dir, 'data')}\nadmin_token = ${ADMIN}\n[plugin.http_server]\nhost = 127.0.0.1\nport = 0\n${extraIni}`);
   const child = spawn(process.execPath, ['--import', HOOK, CLI, 'serve', '--config', ini], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, IMPORTS_LOG: log },
@@ -33,18 +38,26 @@ async function modulesOfServe(extraIni: string): Promise<string[]> {
   let out = '';
   let err = '';
   child.stderr.on('data', (c: Buffer) => (err += c.toString()));
-  const listening = await new Promise<boolean>((resolve) => {
+  const port = await new Promise<number | undefined>((resolve) => {
     child.stdout.on('data', (c: Buffer) => {
       out += c.toString();
-      if (/listening on http:\/\/127\.0\.0\.1:\d+/.test(out)) resolve(true);
+      const m = /listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(out);
+      if (m) resolve(Number(m[1]));
     });
-    void exited.then(() => resolve(false));
+    void exited.then(() => resolve(undefined));
   });
-  child.kill('SIGTERM');
-  await exited;
-  expect(listening, err).toBe(true);
-  return (await readFile(log, 'utf8')).split('\n').filter((l) => l.length > 0);
+  const modules = async (): Promise<string[]> => (await readFile(log, 'utf8')).split('\n').filter((l) => l.length > 0);
+  try {
+    if (port !== undefined) await whileUp?.(port, modules);
+  } finally {
+    child.kill('SIGTERM');
+    await exited;
+  }
+  expect(port, err).toBeDefined();
+  return modules();
 }
+
+const PISCINA = /\/node_modules\/piscina\//;
 
 describe('serve loads what it uses', () => {
   it('no NATS client and no offline command while the uplink is off (the default)', async () => {
@@ -56,6 +69,23 @@ describe('serve loads what it uses', () => {
     expect(modules.filter((m) => /\/node_modules\/(aedes|mqtt|mqtt-packet)\/|\/inputs\/(mqtt-broker|mqtt-client|udp-server)\.js$/.test(m))).toEqual([]);
     // prom-client (about 4 MiB) waits for the first scrape of /metrics (test/reliability/observability.test.ts scrapes it).
     expect(modules.filter((m) => /prom-client|\/http\/(metrics|uplink-metrics)\.js$/.test(m))).toEqual([]);
+    // piscina (about 0.7 MiB) loads with the pool's first task (src/util/lazy-piscina.ts), not before.
+    expect(modules.filter((m) => PISCINA.test(m))).toEqual([]);
+  }, 30_000);
+
+  it('piscina with the first task of the pool (a rule check), which then runs', async () => {
+    await modulesOfServe('', async (port, modules) => {
+      expect((await modules()).filter((m) => PISCINA.test(m)), 'not before the first task').toEqual([]);
+      const res = await fetch(`http://127.0.0.1:${port}/api/v1/rules/validate`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${ADMIN}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ actions: 'Actions = { function(args) return true, args end }', success: '', failed: '' }),
+      });
+      const text = await res.text();
+      expect(res.status, text).toBe(200);
+      expect(JSON.parse(text).data).toMatchObject({ ok: true });
+      expect((await modules()).some((m) => PISCINA.test(m))).toBe(true);
+    });
   }, 30_000);
 
   it('the NATS client once the uplink ships', async () => {
