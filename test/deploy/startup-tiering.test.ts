@@ -1,0 +1,73 @@
+/**
+ * `serve` keeps V8's optimizing compiler off until it listens (src/cli.ts, issue 32): the first
+ * optimization pages in about 4 MiB of the node binary, and loading the service's modules made Node's
+ * loader hot enough for 16 of them. Counted with `--trace-opt` on the real service from dist/: none while
+ * it starts and idles, and V8 optimizes again once it has work. The lines are counted once the process has
+ * exited (V8 prints them through C stdio, buffered on a pipe), so a run is one start, then work or none.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+
+const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
+
+let dir: string | undefined;
+afterEach(async () => {
+  if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+  dir = undefined;
+});
+
+/** Runs `serve` with `--trace-opt` (and `flags`), `whileUp` once it listens, stops it; the functions V8 optimized. */
+async function optimizedBy(flags: string[], whileUp: (port: number) => Promise<void>): Promise<string[]> {
+  dir = await mkdtemp(join(tmpdir(), 'edc-tiering-'));
+  const ini = join(dir, 'gw.ini');
+  await writeFile(ini, `[main]\ndata_dir = ${join(dir, 'data')}\n[plugin.http_server]\nhost = 127.0.0.1\nport = 0\n`);
+  const child = spawn(process.execPath, ['--max-semi-space-size=1', '--trace-opt', ...flags, CLI, 'serve', '--config', ini], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  let out = '';
+  let err = '';
+  child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+  const port = await new Promise<number | undefined>((resolve) => {
+    child.stdout.on('data', (c: Buffer) => {
+      out += c.toString();
+      const m = /edge-datacenter listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(out);
+      if (m) resolve(Number(m[1]));
+    });
+    void exited.then(() => resolve(undefined));
+  });
+  try {
+    if (port !== undefined) await whileUp(port);
+  } finally {
+    child.kill('SIGTERM');
+    await exited;
+  }
+  expect(port, err).toBeDefined();
+  return [...out.matchAll(/^\[completed optimizing \S+ <JSFunction (.*?) \(sfi/gm)].map((m) => m[1]);
+}
+
+const idle = (ms: number) => async (): Promise<void> => {
+  await new Promise((resolve) => setTimeout(resolve, ms));
+};
+
+describe('serve and the optimizing compiler', () => {
+  it('nothing is optimized while the service starts and idles', async () => {
+    expect(await optimizedBy([], idle(1000))).toEqual([]);
+  }, 30_000);
+
+  it('functions are optimized again once the service has work (requests after it listens)', async () => {
+    const optimized = await optimizedBy([], async (port) => {
+      for (let i = 0; i < 2500; i++) await (await fetch(`http://127.0.0.1:${port}/healthz`)).text();
+    });
+    expect(optimized.length).toBeGreaterThan(0);
+  }, 60_000);
+
+  it('a compiler flag given to node is left alone (--no-opt: nothing is optimized, even with work)', async () => {
+    const optimized = await optimizedBy(['--no-opt'], async (port) => {
+      for (let i = 0; i < 2500; i++) await (await fetch(`http://127.0.0.1:${port}/healthz`)).text();
+    });
+    expect(optimized).toEqual([]);
+  }, 60_000);
+});
