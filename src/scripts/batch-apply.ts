@@ -4,7 +4,7 @@
  */
 import { StoreReadOnlyError, UnavailableError } from '../errors.js';
 import { named } from '../util/messages.js';
-import type { BatchResult, RuleScripts } from './shared/protocol.js';
+import { recordOf, type BatchResult, type RuleScripts } from './shared/protocol.js';
 import { RepeatFilter, capMessage } from './shared/repeat-filter.js';
 import type { RuleStatsBook } from './shared/stats.js';
 import type { LogFn, ModelSource, RecordLog } from './shared/types.js';
@@ -108,7 +108,7 @@ export class BatchApplier {
           entry = touched.get(target);
           lastPayload = -1;
         }
-        const id = op.kind === 'save' ? target.save(op.record) : target.updateLast(op.record);
+        const id = op.kind === 'save' ? target.saveValues(op.keys, op.values, op.at) : target.updateLast(recordOf(op));
         if (entry === undefined) {
           this.targetModels.add(op.modelId);
           entry = { lastId: 0, payloads: new Set<number>() };

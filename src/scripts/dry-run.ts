@@ -11,7 +11,7 @@ import { batchLimit } from './batch-sizing.js';
 import { optionalText, requireBody } from './metadata-file.js';
 import { splitPayloads } from './payloads.js';
 import type { ScriptPool } from './pool.js';
-import { unpackResult, type BatchResult, type RuleScripts } from './shared/protocol.js';
+import { recordOf, unpackResult, type BatchResult, type RuleScripts } from './shared/protocol.js';
 import { capMessage } from './shared/repeat-filter.js';
 import { parseActions, parseCallback } from './rules.js';
 
@@ -175,7 +175,7 @@ class DryRunAnswer {
         model: op.modelId,
         modelName: this.modelNames.get(op.modelId) ?? '',
         op: op.kind === 'save' ? 'save' : 'updateLast',
-        record: op.record,
+        record: recordOf(op),
       });
     }
   }

@@ -1,6 +1,6 @@
 /** The packed form in which a worker hands its records to the main thread. */
 import { describe, expect, it } from 'vitest';
-import { OpPacker, unpackOps } from '../../src/scripts/shared/protocol.js';
+import { OpPacker, recordOf, unpackOps } from '../../src/scripts/shared/protocol.js';
 
 describe('OpPacker', () => {
   it('gives back every op in order, with key order, kinds and value types kept', () => {
@@ -15,8 +15,15 @@ describe('OpPacker', () => {
     ];
     for (const op of ops) packer.add(op.payload, op.rule, op.modelId, op.kind, op.record);
     expect(packer.count).toBe(ops.length);
-    const back = unpackOps(structuredClone(packer.finish()));
+    const back = unpackOps(structuredClone(packer.finish())).map((op) => ({ payload: op.payload, rule: op.rule, modelId: op.modelId, kind: op.kind, record: recordOf(op) }));
     expect(back).toEqual(ops);
     expect(back.map((op) => Object.keys(op.record))).toEqual(ops.map((op) => Object.keys(op.record)));
+  });
+
+  it('refuses a packing whose shapes do not cover its values', () => {
+    const packer = new OpPacker();
+    packer.add(0, 0, 'A', 'save', { temp: 1, on: true });
+    const packed = packer.finish();
+    expect(() => unpackOps({ ...packed, values: [...packed.values, 3] })).toThrow(/3 values, their shapes 2/);
   });
 });

@@ -50,12 +50,27 @@ export interface StartTask {
 export type WorkerTask = RunTask | CompileTask | StartTask;
 export type WorkerAnswer = RunResult | ValidationResult;
 
+/**
+ * A record a rule stored, as unpacked on the main thread: its values stay in the batch's flat array (no
+ * object per record: the log takes keys and values as they are, ModelLog.saveValues).
+ */
 export interface RecordOp {
   payload: number;
   rule: number;
   modelId: string;
   kind: 'save' | 'update';
-  record: Record<string, unknown>;
+  /** The record's keys in its order, one array shared by every op of the same shape. */
+  keys: readonly string[];
+  /** The batch's values: this record's are values[at] .. values[at + keys.length - 1]. */
+  values: readonly unknown[];
+  at: number;
+}
+
+/** The record of `op` as an object, keys in its order (updates, dry runs). */
+export function recordOf(op: Pick<RecordOp, 'keys' | 'values' | 'at'>): Record<string, unknown> {
+  const record: Record<string, unknown> = {};
+  for (let k = 0; k < op.keys.length; k++) record[op.keys[k]] = op.values[op.at + k];
+  return record;
 }
 
 export interface InvocationError {
@@ -153,12 +168,12 @@ export class OpPacker {
 export function unpackOps(packed: PackedOps): RecordOp[] {
   const { meta, modelIds, shapes, values } = packed;
   const ops: RecordOp[] = new Array<RecordOp>(meta.length / OP_FIELDS);
-  let v = 0;
+  let at = 0;
   for (let o = 0, m = 0; m < meta.length; o++, m += OP_FIELDS) {
     const keys = shapes[meta[m + 4]];
-    const record: Record<string, unknown> = {};
-    for (let k = 0; k < keys.length; k++) record[keys[k]] = values[v++];
-    ops[o] = { payload: meta[m], rule: meta[m + 1], modelId: modelIds[meta[m + 2]], kind: meta[m + 3] === 0 ? 'save' : 'update', record };
+    ops[o] = { payload: meta[m], rule: meta[m + 1], modelId: modelIds[meta[m + 2]], kind: meta[m + 3] === 0 ? 'save' : 'update', keys, values, at };
+    at += keys.length;
   }
+  if (at !== values.length) throw new Error(`packed ops hold ${values.length} values, their shapes ${at}`);
   return ops;
 }

@@ -15,6 +15,9 @@ export class LogFields {
   readonly full: Projection;
   /** One past the last column a visible field reads. */
   private readonly visibleEnd: number;
+  /** valuesFrom's last keys array and the column of each key (-1: no such field). */
+  private lastKeys: readonly string[] | undefined;
+  private lastKeyColumns: number[] = [];
 
   constructor(
     readonly columns: StoredFields,
@@ -68,6 +71,26 @@ export class LogFields {
     const { names, columns } = this.layout;
     const values = new Array<unknown>(this.visibleEnd).fill(undefined);
     for (let i = 0; i < names.length; i++) values[columns[i]] = record[names[i]] ?? null;
+    return this.noteWritten(values);
+  }
+
+  /**
+   * valuesOf for the record whose keys are `keys` and values source[at..]: the same array valuesOf gives
+   * the object of those keys and values. The columns of the keys are looked up once per keys array (the
+   * ops of a batch share one per shape).
+   */
+  valuesFrom(keys: readonly string[], source: readonly unknown[], at: number): unknown[] {
+    if (keys !== this.lastKeys) {
+      this.lastKeyColumns = keys.map((key) => this.columnOf(key));
+      this.lastKeys = keys;
+    }
+    const keyColumns = this.lastKeyColumns;
+    const { columns } = this.layout;
+    const values = new Array<unknown>(this.visibleEnd).fill(undefined);
+    for (let i = 0; i < columns.length; i++) values[columns[i]] = null;
+    for (let k = 0; k < keys.length; k++) {
+      if (keyColumns[k] >= 0) values[keyColumns[k]] = source[at + k] ?? null;
+    }
     return this.noteWritten(values);
   }
 

@@ -179,6 +179,15 @@ export class ModelLog {
     return this.append(g, FRAME_SAVE, this.newId(g), this.clockTs(g), this.fieldBook.valuesOf(record));
   }
 
+  /**
+   * save() of the record whose keys are `keys` and whose values are source[at] .. source[at + keys.length
+   * - 1]: how the rules' batches arrive, without an object per record.
+   */
+  saveValues(keys: readonly string[], source: readonly unknown[], at: number): number {
+    const g = this.writable();
+    return this.append(g, FRAME_SAVE, this.newId(g), this.clockTs(g), this.fieldBook.valuesFrom(keys, source, at));
+  }
+
   updateLast(fields: Record<string, unknown>): number {
     const g = this.writable();
     if (g.lastValues === undefined) return this.save(fields);
