@@ -43,6 +43,27 @@ interface Batch {
   chars: number;
 }
 
+type PublishFn = (packet: PublishPacket, client: Client | null | ((err?: Error | null) => void), done?: (err?: Error | null) => void) => void;
+
+/**
+ * aedes hands every accepted client message, after its PUBACK, to `broker.publish`: the retained store,
+ * the offline queues of matching subscriptions (a persistence lookup), the mqemitter fan-out and the
+ * 'publish' event, two promise chains and a handful of callbacks per message. None of it has anything to
+ * do here: the broker refuses every subscription, drops retained flags, and the rules already have the
+ * message (authorizePublish). So a client's message (a will too) ends there. aedes has no option for
+ * this (an `mq` that drops everything would also drop the broker's own $SYS heartbeat, and aedes would
+ * then take its connected clients' wills for those of a dead broker and publish them), hence the override
+ * of this one instance method; the broker's own messages (client null: $SYS heartbeat, birth, new
+ * clients) still go the whole way. It also keeps a client's publish to `$SYS/<id>/new/clients` from
+ * reaching aedes' cluster listener, which would close the client named in its payload.
+ */
+function skipClientFanOut(broker: Aedes): void {
+  const target = broker as unknown as { publish: PublishFn };
+  const publish = target.publish.bind(broker);
+  // publish(packet, done) passes no client: the callback comes second.
+  target.publish = (packet, client, done) => (typeof client === 'object' && client !== null ? done?.(null) : publish(packet, client, done));
+}
+
 export interface BrokerAuth {
   /** True when `password` is the input's push token (its hash compared, inends.ts). */
   checkPassword(password: string): boolean;
@@ -103,6 +124,7 @@ export class MqttBrokerInput implements RunningInput {
       authorizeForward: () => null,
     });
     await broker.listen();
+    skipClientFanOut(broker);
     this.broker = broker;
     broker.on('client', (client) => this.event('connect', client));
     broker.on('clientDisconnect', (client) => this.event('disconnect', client));
@@ -239,11 +261,12 @@ export class MqttBrokerInput implements RunningInput {
     const parser = (client as unknown as { _parser?: { _parseLength?: () => boolean; packet: { length: number }; _emitError(e: Error): void } })._parser;
     if (parser === undefined || typeof parser._parseLength !== 'function') return;
     const original = parser._parseLength.bind(parser);
-    // Topic, headers and properties ride on top of the payload: 64 KiB of room for them.
-    const limit = this.config.maxMessageBytes + 65_536;
+    // Topic length, topic (at most 65,535 bytes) and packet id ride on top of the payload: only a message over maxMessageBytes is cut off.
+    const limit = this.config.maxMessageBytes + 65_539;
     parser._parseLength = () => {
       const parsed = original();
       if (parsed && parser.packet.length > limit) {
+        this.status.messagesIn++; // in and refused, as a message over maxMessageBytes in published(): the counters add up
         this.status.refused++;
         parser._emitError(new Error(`packet of ${parser.packet.length} bytes is over the limit of ${limit}`));
         return false;

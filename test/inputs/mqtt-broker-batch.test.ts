@@ -7,6 +7,9 @@
  * PUBACK came only after the push holding its message was answered (its records stored); the message
  * the rule failed on is acknowledged too, not stored, and not counted stored; a push refused with a full
  * queue (503) is offered again and its messages acknowledged only after that.
+ *
+ * Also here: a client's message ends at the rules (aedes' publish fan-out is skipped): a publish to
+ * `$SYS/<broker>/new/clients` no longer closes the client it names, and a will still reaches the rules.
  */
 import mqtt from 'mqtt';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -115,5 +118,48 @@ describe('GENERIC_MQTT_SERVER batches', () => {
     expect(stored.length).toBe(good);
     expect(new Set(stored).size).toBe(good);
     expect(broker.status.view()).toMatchObject({ messagesIn: CLIENTS * PER_CLIENT, stored: good, refused: 0 });
+  });
+
+  it('skips the fan-out of client messages: a $SYS/+/new/clients publish closes nobody; a will still reaches the rules', async () => {
+    const seen: Array<{ action: string; clientid: string; topic?: string }> = [];
+    const sink = async (payloads: string[]): Promise<PushResult> => {
+      for (const p of payloads) seen.push(JSON.parse(p));
+      return { accepted: payloads.length, failed: 0, errors: [], durable: false };
+    };
+    const port = await freePort('tcp');
+    const broker = new MqttBrokerInput(
+      'fan-out (test)',
+      { serverName: 'test', host: '127.0.0.1', port, anonymous: true, tls: false, maxClients: 100, maxMessageBytes: 65_536 },
+      sink,
+      { checkPassword: () => true, failed: () => undefined },
+      () => undefined,
+      undefined,
+    );
+    await broker.start();
+    const url = `mqtt://127.0.0.1:${port}`;
+    const victim = await mqtt.connectAsync(url, { clientId: 'victim', reconnectPeriod: 0 });
+    let victimClosed = false;
+    const closed = new Promise<never>((_, reject) => victim.once('close', () => reject(new Error('the broker closed the victim'))));
+    closed.catch(() => (victimClosed = true));
+    const other = await mqtt.connectAsync(url, { clientId: 'other', reconnectPeriod: 0, will: { topic: 'plant/will', payload: Buffer.from('gone'), qos: 1, retain: false } });
+    try {
+      // aedes' cluster listener closes the named client when this reaches its mqemitter.
+      await other.publishAsync('$SYS/another-broker/new/clients', 'victim', { qos: 1 });
+      await Promise.race([victim.publishAsync('plant/line', reading(1), { qos: 1 }), closed]);
+      expect(victimClosed).toBe(false);
+      // A lost connection: aedes publishes the will, which authorizePublish hands to the rules.
+      other.stream.destroy();
+      for (let i = 0; i < 200 && !seen.some((e) => e.topic === 'plant/will'); i++) await new Promise((r) => setTimeout(r, 25));
+      expect(seen.filter((e) => e.action === 'publish').map((e) => [e.clientid, e.topic])).toEqual([
+        ['other', '$SYS/another-broker/new/clients'],
+        ['victim', 'plant/line'],
+        ['other', 'plant/will'],
+      ]);
+      expect(victimClosed).toBe(false);
+    } finally {
+      other.end(true);
+      victim.end(true);
+      await broker.stop();
+    }
   });
 });
