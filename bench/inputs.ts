@@ -5,8 +5,10 @@
  * 1000 lines a push), the built-in broker at QoS 0 and at QoS 1 (10 clients, 100 in flight each), UDP
  * (paced bursts: lossy, refused datagrams reported), the GENERIC_MQTT client of a mosquitto, and mosquitto
  * alone (10 publishers QoS 1 x 100 in flight, one QoS 1 subscriber) as the ceiling for the same messages.
- * Usage: npm run bench:inputs [-- --records 50000 --sync interval --only ndjson,qos1]
- * `--only`: the rows to run, of ndjson, qos0, qos1, udp, client, mosquitto (default: all).
+ * Usage: npm run bench:inputs [-- --records 50000 --sync interval --only ndjson,qos1 --threads]
+ * `--only`: the rows to run, of ndjson, qos0, qos1, udp, client, mosquitto (default: all). `--threads`: the
+ * note also splits the service's CPU per record by thread (main, busiest other = the Lua worker on 2 cores,
+ * the rest), from /proc/<pid>/task.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import dgram from 'node:dgram';
@@ -17,10 +19,10 @@ import { parseArgs } from 'node:util';
 import mqtt from 'mqtt';
 import { repoRoot } from './report.js';
 import { BENCH_ADMIN, readSampleRule, SAMPLE_ATTRIBUTES, sampleActions, samplePayload } from './sample-rule.js';
-import { freePort, processCpuMs, stopChild } from './targets.js';
+import { freePort, processCpuMs, stopChild, threadCpuMs, threadSplit } from './targets.js';
 
 const { values: args } = parseArgs({
-  options: { records: { type: 'string', default: '50000' }, sync: { type: 'string', default: 'interval' }, only: { type: 'string', default: 'ndjson,qos0,qos1,udp,client,mosquitto' } },
+  options: { records: { type: 'string', default: '50000' }, sync: { type: 'string', default: 'interval' }, only: { type: 'string', default: 'ndjson,qos0,qos1,udp,client,mosquitto' }, threads: { type: 'boolean', default: false } },
 });
 const ONLY = new Set(args.only.split(',').map((s) => s.trim()));
 const RECORDS = Number(args.records);
@@ -103,8 +105,9 @@ async function storedCount(base: string, model: string): Promise<number> {
  */
 async function measure(path: string, pid: number, base: string, model: string, expected: number, send: () => Promise<string | void>, stallMs = 10_000): Promise<Row> {
   const cpu0 = processCpuMs(pid);
+  const threads0 = threadCpuMs(pid);
   const t0 = performance.now();
-  const note = (await send()) ?? '';
+  let note = (await send()) ?? '';
   let stored = await storedCount(base, model);
   let last = stored;
   let still = performance.now();
@@ -115,6 +118,10 @@ async function measure(path: string, pid: number, base: string, model: string, e
   }
   const seconds = ((stored < expected ? still : performance.now()) - t0) / 1000;
   const cpuMs = processCpuMs(pid) - cpu0;
+  if (args.threads) {
+    const { main, busiest, rest } = threadSplit(threads0, threadCpuMs(pid), pid, Math.max(1, stored), 1);
+    note += ` (µs/record: main ${Math.round(main)}, worker ${Math.round(busiest)}, rest ${Math.round(rest)})`;
+  }
   const row = { path, records: stored, recordsPerS: Math.round(stored / seconds), cpuUsPerRecord: Math.round((cpuMs * 1000) / Math.max(1, stored)), note };
   say(`${path}: ${row.records} records, ${row.recordsPerS}/s, ${row.cpuUsPerRecord} µs CPU each ${note}`);
   return row;
