@@ -15,6 +15,7 @@ import mqtt from 'mqtt';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UnavailableError } from '../../src/errors.js';
 import { MqttBrokerInput } from '../../src/inputs/mqtt-broker.js';
+import type { InputSink } from '../../src/inputs/deliver.js';
 import type { PushResult } from '../../src/scripts/shared/types.js';
 import { startService, type TestService } from '../support/service.js';
 import { createInput, createModel, createRule, freePort, reading, ruleFor, storedTemps } from './support.js';
@@ -50,6 +51,15 @@ interface Push {
   answered: boolean;
 }
 
+/** The broker input on a free loopback port, anonymous, handing its pushes to `sink`. */
+async function startAnonymousBroker(label: string, sink: InputSink): Promise<{ broker: MqttBrokerInput; port: number }> {
+  const port = await freePort('tcp');
+  const config = { serverName: 'test', host: '127.0.0.1', port, anonymous: true, tls: false, maxClients: 100, maxMessageBytes: 65_536 };
+  const broker = new MqttBrokerInput(label, config, sink, { checkPassword: () => true, failed: () => undefined }, () => undefined, undefined);
+  await broker.start();
+  return { broker, port };
+}
+
 describe('GENERIC_MQTT_SERVER batches', () => {
   it('pushes the messages of many clients together; each PUBACK after its push is stored; a failed rule is acknowledged, a full queue retried', async () => {
     const pushes: Push[] = [];
@@ -75,16 +85,7 @@ describe('GENERIC_MQTT_SERVER batches', () => {
       push.answered = true;
       return answer.data;
     };
-    const port = await freePort('tcp');
-    const broker = new MqttBrokerInput(
-      'batched (test)',
-      { serverName: 'test', host: '127.0.0.1', port, anonymous: true, tls: false, maxClients: 100, maxMessageBytes: 65_536 },
-      sink,
-      { checkPassword: () => true, failed: () => undefined },
-      () => undefined,
-      undefined,
-    );
-    await broker.start();
+    const { broker, port } = await startAnonymousBroker('batched (test)', sink);
     const clients = await Promise.all(
       Array.from({ length: CLIENTS }, (_, c) => mqtt.connectAsync(`mqtt://127.0.0.1:${port}`, { clientId: `batch-${c}`, reconnectPeriod: 0 })),
     );
@@ -126,16 +127,7 @@ describe('GENERIC_MQTT_SERVER batches', () => {
       for (const p of payloads) seen.push(JSON.parse(p));
       return { accepted: payloads.length, failed: 0, errors: [], durable: false };
     };
-    const port = await freePort('tcp');
-    const broker = new MqttBrokerInput(
-      'fan-out (test)',
-      { serverName: 'test', host: '127.0.0.1', port, anonymous: true, tls: false, maxClients: 100, maxMessageBytes: 65_536 },
-      sink,
-      { checkPassword: () => true, failed: () => undefined },
-      () => undefined,
-      undefined,
-    );
-    await broker.start();
+    const { broker, port } = await startAnonymousBroker('fan-out (test)', sink);
     const url = `mqtt://127.0.0.1:${port}`;
     const victim = await mqtt.connectAsync(url, { clientId: 'victim', reconnectPeriod: 0 });
     let victimClosed = false;
