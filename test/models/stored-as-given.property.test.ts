@@ -16,7 +16,7 @@ const bound = fc.oneof(fc.constant(0), fc.integer({ min: -5, max: 5 }), fc.doubl
 const attribute = fc.record({ type: fc.constantFrom(...TYPES), min: bound, max: bound, round: fc.integer({ min: -1, max: 6 }) }).map(
   ({ type, min, max, round }): Attribute => ({
     uuid: 'A1', schemaId: 'M1', name: 'a', label: 'a', type, rw: 'RW', unit: '', description: '',
-    rule: { defaultValue: null, min, max, round, trueLabel: '', falseLabel: '' },
+    rule: { defaultValue: 0, min, max, round, trueLabel: '', falseLabel: '' },
   }),
 );
 const value = fc.oneof(
@@ -48,7 +48,7 @@ describe('storedAsGiven', () => {
   it('takes the usual values of each type (the shortcut is used)', () => {
     const plain = (type: AttributeType, max = 0): Attribute => ({
       uuid: 'A1', schemaId: 'M1', name: 'a', label: 'a', type, rw: 'RW', unit: '', description: '',
-      rule: { defaultValue: null, min: 0, max, round: 0, trueLabel: '', falseLabel: '' },
+      rule: { defaultValue: 0, min: 0, max, round: 0, trueLabel: '', falseLabel: '' },
     });
     expect(storedAsGiven(plain('FLOAT'), 21.5)).toBe(true);
     expect(storedAsGiven(plain('INTEGER'), 42)).toBe(true);
