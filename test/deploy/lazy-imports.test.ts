@@ -3,14 +3,13 @@
  * uplink ships, prom-client only at the first scrape of /metrics, nothing of the offline commands. A
  * real process, with a module hook that lists every module it resolves.
  */
-import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
+import { spawnServe } from '../support/serve-child.js';
 
-const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
 const HOOK = fileURLToPath(new URL('../support/record-imports.mjs', import.meta.url));
 
 let dir: string | undefined;
@@ -30,30 +29,14 @@ async function modulesOfServe(extraIni: string, whileUp?: (port: number, modules
   const ini = join(dir, 'gw.ini');
   const log = join(dir, 'imports.log');
   await writeFile(ini, `[main]\ndata_dir = ${join(dir, 'data')}\nadmin_token = ${ADMIN}\n[plugin.http_server]\nhost = 127.0.0.1\nport = 0\n${extraIni}`);
-  const child = spawn(process.execPath, ['--import', HOOK, CLI, 'serve', '--config', ini], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, IMPORTS_LOG: log },
-  });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  let out = '';
-  let err = '';
-  child.stderr.on('data', (c: Buffer) => (err += c.toString()));
-  const port = await new Promise<number | undefined>((resolve) => {
-    child.stdout.on('data', (c: Buffer) => {
-      out += c.toString();
-      const m = /listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(out);
-      if (m) resolve(Number(m[1]));
-    });
-    void exited.then(() => resolve(undefined));
-  });
+  const serve = await spawnServe(['--import', HOOK], ini, { ...process.env, IMPORTS_LOG: log });
   const modules = async (): Promise<string[]> => (await readFile(log, 'utf8')).split('\n').filter((l) => l.length > 0);
   try {
-    if (port !== undefined) await whileUp?.(port, modules);
+    if (serve.port !== undefined) await whileUp?.(serve.port, modules);
   } finally {
-    child.kill('SIGTERM');
-    await exited;
+    await serve.stop();
   }
-  expect(port, err).toBeDefined();
+  expect(serve.port, serve.output().err).toBeDefined();
   return modules();
 }
 

@@ -5,14 +5,11 @@
  * it starts and idles, and V8 optimizes again once it has work. The lines are counted once the process has
  * exited (V8 prints them through C stdio, buffered on a pipe), so a run is one start, then work or none.
  */
-import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-
-const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
+import { spawnServe } from '../support/serve-child.js';
 
 let dir: string | undefined;
 afterEach(async () => {
@@ -25,26 +22,14 @@ async function optimizedBy(flags: string[], whileUp: (port: number) => Promise<v
   dir = await mkdtemp(join(tmpdir(), 'edc-tiering-'));
   const ini = join(dir, 'gw.ini');
   await writeFile(ini, `[main]\ndata_dir = ${join(dir, 'data')}\n[plugin.http_server]\nhost = 127.0.0.1\nport = 0\n`);
-  const child = spawn(process.execPath, ['--max-semi-space-size=1', '--trace-opt', ...flags, CLI, 'serve', '--config', ini], { stdio: ['ignore', 'pipe', 'pipe'] });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  let out = '';
-  let err = '';
-  child.stderr.on('data', (c: Buffer) => (err += c.toString()));
-  const port = await new Promise<number | undefined>((resolve) => {
-    child.stdout.on('data', (c: Buffer) => {
-      out += c.toString();
-      const m = /edge-datacenter listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(out);
-      if (m) resolve(Number(m[1]));
-    });
-    void exited.then(() => resolve(undefined));
-  });
+  const serve = await spawnServe(['--max-semi-space-size=1', '--trace-opt', ...flags], ini);
   try {
-    if (port !== undefined) await whileUp(port);
+    if (serve.port !== undefined) await whileUp(serve.port);
   } finally {
-    child.kill('SIGTERM');
-    await exited;
+    await serve.stop();
   }
-  expect(port, err).toBeDefined();
+  const { out, err } = serve.output();
+  expect(serve.port, err).toBeDefined();
   return [...out.matchAll(/^\[completed optimizing \S+ <JSFunction (.*?) \(sfi/gm)].map((m) => m[1]);
 }
 
