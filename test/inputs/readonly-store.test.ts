@@ -108,6 +108,17 @@ async function connectPublisher(port: number, token: string | undefined, clientI
   return p;
 }
 
+/** Waits until every publish of `publishers` has its PUBACK; none may have failed (a connection closed). */
+async function everyPublishAcknowledged(publishers: Publisher[]): Promise<void> {
+  await waitFor(
+    'every PUBACK',
+    async () => publishers.map((p) => ({ acked: p.acked.size, sent: p.sent.length, failed: p.failed.size })),
+    (v) => v.every((x) => x.acked + x.failed === x.sent),
+    CEILING_MS,
+  );
+  expect(publishers.map((p) => p.failed.size), 'publishes failed (a connection closed)').toEqual(publishers.map(() => 0));
+}
+
 function ackedCount(publishers: Publisher[]): number {
   return publishers.reduce((n, p) => n + p.acked.size, 0);
 }
@@ -215,13 +226,7 @@ describe.skipIf(reserveDisk.skipReason !== undefined)('below the disk reserve (t
 
   it('space back: every message is acknowledged and every acknowledged one is stored, without a restart', async () => {
     fs.rmSync(filler);
-    await waitFor(
-      'every PUBACK',
-      async () => publishers.map((p) => ({ acked: p.acked.size, sent: p.sent.length, failed: p.failed.size })),
-      (v) => v.every((x) => x.acked + x.failed === x.sent),
-      CEILING_MS,
-    );
-    expect(publishers.map((p) => p.failed.size), 'publishes failed (a connection closed)').toEqual(publishers.map(() => 0));
+    await everyPublishAcknowledged(publishers);
     expect((await health(svc.base)).status).toBe('ok');
     const stored = new Set(await temps(svc.base, brokerModel));
     const missing = publishers.flatMap((p) => [...p.acked].filter((seq) => !stored.has(seq)));
@@ -327,13 +332,7 @@ describe.skipIf(fullDisk.skipReason !== undefined)('disk full, ENOSPC (tmpfs 8 M
 
   it('space back: every message is acknowledged, and each acknowledged one is stored (at least once), also after a kill -9', async () => {
     fs.rmSync(filler);
-    await waitFor(
-      'every PUBACK',
-      async () => publishers.map((p) => ({ acked: p.acked.size, sent: p.sent.length, failed: p.failed.size })),
-      (v) => v.every((x) => x.acked + x.failed === x.sent),
-      CEILING_MS,
-    );
-    expect(publishers.map((p) => p.failed.size), 'publishes failed (a connection closed)').toEqual(publishers.map(() => 0));
+    await everyPublishAcknowledged(publishers);
     const missing = async (): Promise<number[]> => {
       const stored = new Set(await temps(svc.base, model));
       return publishers.flatMap((p) => [...p.acked].filter((seq) => !stored.has(seq)));
