@@ -51,7 +51,10 @@ async function recoveryOf(model: string) {
 
 describe('SIGTERM under load', () => {
   it(`exits 0, restarts on the clean path (no scan), and keeps every push answered 200 (${ROUNDS} rounds)`, async () => {
-    const rand = prng(Date.now() % 1e9);
+    const seed = Number(process.env.SHUTDOWN_SEED ?? Date.now() % 1e9);
+    // Printed first: a failed run can be replayed with SHUTDOWN_SEED.
+    console.info(`shutdown: seed ${seed}`);
+    const rand = prng(seed);
     const state = newPushState();
     svc = await startService(file);
     const pipeline: Pipeline = await setupPipeline(svc.base);
