@@ -48,6 +48,24 @@ interface Node {
   dir: string;
   conf: string;
   child: ChildProcess | undefined;
+  /** The end of what the server printed on stderr (why it exited, when it did). */
+  stderr: string;
+}
+
+const STDERR_KEPT_CHARS = 2000;
+/** Starts of a node whose ports were taken (between freePort() and its bind) before the cluster gives up. */
+const NODE_STARTS_MAX = 4;
+const LISTEN_CEILING_MS = 60_000;
+
+/** Whether something accepts TCP connections on 127.0.0.1:`port`. */
+function accepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.connect(port, '127.0.0.1', () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.on('error', () => resolve(false));
+  });
 }
 
 export interface HubRecord {
@@ -74,28 +92,57 @@ export class NatsCluster {
     for (let i = 0; i < size; i++) {
       const dir = path.join(c.root, `n${i + 1}`);
       fs.mkdirSync(dir);
-      c.nodes.push({ name: `n${i + 1}`, port: await freePort(), clusterPort: await freePort(), dir, conf: path.join(dir, 'server.conf'), child: undefined });
+      c.nodes.push({ name: `n${i + 1}`, port: await freePort(), clusterPort: await freePort(), dir, conf: path.join(dir, 'server.conf'), child: undefined, stderr: '' });
     }
-    for (const n of c.nodes) {
-      const routes = c.nodes.filter((o) => o !== n).map((o) => `nats-route://127.0.0.1:${o.clusterPort}`);
-      fs.writeFileSync(
-        n.conf,
-        [
-          `server_name: ${n.name}`,
-          `listen: 127.0.0.1:${n.port}`,
-          `jetstream { store_dir: "${n.dir}/js", max_memory_store: 64MB, max_file_store: 2GB }`,
-          size > 1 ? `cluster { name: hub, listen: 127.0.0.1:${n.clusterPort}, routes: [${routes.join(', ')}] }` : '',
-          '',
-        ].join('\n'),
-      );
-    }
+    for (const n of c.nodes) c.writeConf(n);
     for (const n of c.nodes) c.startNode(n);
+    await c.allListening();
     return c;
+  }
+
+  private writeConf(n: Node): void {
+    const routes = this.nodes.filter((o) => o !== n).map((o) => `nats-route://127.0.0.1:${o.clusterPort}`);
+    fs.writeFileSync(
+      n.conf,
+      [
+        `server_name: ${n.name}`,
+        `listen: 127.0.0.1:${n.port}`,
+        `jetstream { store_dir: "${n.dir}/js", max_memory_store: 64MB, max_file_store: 2GB }`,
+        this.size > 1 ? `cluster { name: hub, listen: 127.0.0.1:${n.clusterPort}, routes: [${routes.join(', ')}] }` : '',
+        '',
+      ].join('\n'),
+    );
+  }
+
+  /**
+   * Waits until every node takes client connections. A free port can be taken by another test's process
+   * before the node binds it, and the node then exits: it starts again on new ports (its routes to the
+   * others still form the cluster), at most NODE_STARTS_MAX times; a stream of R3 could not be placed
+   * without it.
+   */
+  private async allListening(): Promise<void> {
+    const deadline = Date.now() + LISTEN_CEILING_MS;
+    for (const n of this.nodes) {
+      // Running and accepting: another process holding the port would accept too.
+      for (let starts = 1; !(n.child?.exitCode === null && (await accepts(n.port))); ) {
+        const exit = n.child?.exitCode;
+        if (exit !== null && exit !== undefined) {
+          if (starts >= NODE_STARTS_MAX) throw new Error(`nats-server ${n.name} exited with ${exit} ${starts} times: ${n.stderr}`);
+          n.port = await freePort();
+          n.clusterPort = await freePort();
+          this.writeConf(n);
+          this.startNode(n);
+          starts++;
+        }
+        if (Date.now() > deadline) throw new Error(`nats-server ${n.name} not listening on ${n.port} after ${LISTEN_CEILING_MS} ms: ${n.stderr}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
   }
 
   private startNode(n: Node): void {
     const child = spawn(natsServerPath() as string, ['-c', n.conf], { stdio: ['ignore', 'ignore', 'pipe'] });
-    child.stderr?.resume();
+    child.stderr?.on('data', (d: Buffer) => (n.stderr = (n.stderr + d.toString()).slice(-STDERR_KEPT_CHARS)));
     living.add(child);
     child.once('exit', () => living.delete(child));
     n.child = child;
@@ -110,7 +157,7 @@ export class NatsCluster {
   async createStream(prefix = 'edc', dedupWindowMs = 120_000): Promise<void> {
     const nc = await this.client();
     try {
-      const deadline = Date.now() + 30_000;
+      const deadline = Date.now() + 60_000;
       for (;;) {
         try {
           const jsm = await jetstreamManager(nc, { timeout: 2000 });
@@ -123,13 +170,18 @@ export class NatsCluster {
           });
           return;
         } catch (err) {
-          if (Date.now() > deadline) throw err;
+          if (Date.now() > deadline) throw new Error(`${(err as Error).message}; nodes: ${this.nodeStates()}`, { cause: err });
           await new Promise((r) => setTimeout(r, 250));
         }
       }
     } finally {
       await nc.close();
     }
+  }
+
+  /** Each node's process state, for a failure's message. */
+  private nodeStates(): string {
+    return this.nodes.map((n) => `${n.name} ${n.child === undefined ? 'stopped' : n.child.exitCode === null ? 'running' : `exited ${n.child.exitCode}: ${n.stderr}`}`).join('; ');
   }
 
   /** A JetStream manager, retried while a restarted cluster elects its meta leader. */
