@@ -6,7 +6,7 @@
 import { InvalidArgumentError } from '../errors.js';
 import type { LineBatch } from '../util/lines.js';
 import { describeValue, mustBe, named } from '../util/messages.js';
-import { checkValue } from './record-check.js';
+import { checkValue, RefusedValue } from './record-check.js';
 import type { Attribute, DataModel } from './types.js';
 
 export const IMPORT_FORMATS = ['csv', 'jsonl'] as const;
@@ -89,8 +89,8 @@ function jsonRows(model: DataModel): RowReader {
 function checked(attribute: Attribute, value: unknown, lineNo: number): unknown {
   if (value === null) return null;
   const result = checkValue(attribute, value);
-  if ('error' in result) throw new InvalidArgumentError(`line ${lineNo}: ${result.error}`);
-  return result.value;
+  if (result instanceof RefusedValue) throw new InvalidArgumentError(`line ${lineNo}: ${result.error}`);
+  return result;
 }
 
 /** RFC 4180 with a header row naming the columns; a quoted field may run over several lines. */

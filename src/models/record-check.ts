@@ -30,13 +30,9 @@ export function checkRecord(model: DataModel, input: Record<string, unknown>, mo
     if (RESERVED_KEYS.has(key)) return fail(`model ${named(model.name, model.uuid)}: key '${key}' is set by the store and cannot be written`);
     const index = attributeIndex(attributes, key);
     if (index < 0) return fail(`unknown attribute '${key}' for model ${named(model.name, model.uuid)}`);
-    if (storedAsGiven(attributes[index], value)) {
-      given[index] = value;
-      continue;
-    }
     const checked = checkValue(attributes[index], value);
-    if ('error' in checked) return fail(`model ${named(model.name, model.uuid)}: ${checked.error}`);
-    given[index] = checked.value;
+    if (checked instanceof RefusedValue) return fail(`model ${named(model.name, model.uuid)}: ${checked.error}`);
+    given[index] = checked;
   }
   const record: Record<string, unknown> = {};
   for (let i = 0; i < attributes.length; i++) {
@@ -54,71 +50,54 @@ function attributeIndex(attributes: readonly Attribute[], name: string): number 
   return -1;
 }
 
-export type ValueCheck = { value: unknown } | { error: string };
-
 /**
- * True when checkValue would answer `{value}` with `value` itself: the usual case, decided without the
- * answer object checkValue allocates (a record of six values made six of them, garbage for every record
- * a rule stores). False says nothing: checkValue decides.
+ * Why checkValue refused a value. The value it accepts comes back as it is, not wrapped: this runs for
+ * every field of every record a rule stores, and an answer object per field was garbage for each.
  */
-export function storedAsGiven(attribute: Attribute, value: unknown): boolean {
-  const { rule } = attribute;
-  switch (attribute.type) {
-    case 'FLOAT':
-      return typeof value === 'number' && Number.isFinite(value) && rule.round <= 0 && value !== 0 && !(rule.max > rule.min && (value < rule.min || value > rule.max));
-    case 'INTEGER':
-      return typeof value === 'number' && Number.isSafeInteger(value) && value !== 0 && !(rule.max > rule.min && (value < rule.min || value > rule.max));
-    case 'BOOL':
-      return typeof value === 'boolean';
-    case 'STRING':
-      // UTF-8 takes at most 3 bytes per UTF-16 unit: within the limit without counting.
-      return typeof value === 'string' && (rule.max <= 0 || value.length * 3 <= rule.max);
-    default:
-      return false;
-  }
+export class RefusedValue {
+  constructor(readonly error: string) {}
 }
 
-/** Returns the value to store (converted and rounded) or the reason it is refused. */
-export function checkValue(attribute: Attribute, value: unknown): ValueCheck {
+/** Returns the value to store (converted and rounded), or a RefusedValue saying why not. */
+export function checkValue(attribute: Attribute, value: unknown): unknown {
   const { name, type, rule } = attribute;
   switch (type) {
     case 'INTEGER':
     case 'FLOAT': {
       const number = typeof value === 'bigint' && Number.isSafeInteger(Number(value)) ? Number(value) : value;
       if (typeof number !== 'number') return wrongType(attribute, value);
-      if (!Number.isFinite(number)) return { error: `attribute '${name}' expects a finite number, got ${luaNumber(number)}` };
+      if (!Number.isFinite(number)) return new RefusedValue(`attribute '${name}' expects a finite number, got ${luaNumber(number)}`);
       let stored = number;
       if (type === 'INTEGER') {
-        if (!Number.isInteger(number)) return { error: `attribute '${name}' expects INTEGER, got fraction ${number}` };
+        if (!Number.isInteger(number)) return new RefusedValue(`attribute '${name}' expects INTEGER, got fraction ${number}`);
         if (!Number.isSafeInteger(number)) {
-          return { error: `attribute '${name}' expects INTEGER within ±${Number.MAX_SAFE_INTEGER}, got ${number}` };
+          return new RefusedValue(`attribute '${name}' expects INTEGER within ±${Number.MAX_SAFE_INTEGER}, got ${number}`);
         }
       } else if (rule.round > 0) {
         stored = roundDecimals(number, rule.round);
       }
       if (rule.max > rule.min && (stored < rule.min || stored > rule.max)) {
-        return { error: `attribute '${name}' must be in ${range(rule.min, rule.max)}, got ${stored}` };
+        return new RefusedValue(`attribute '${name}' must be in ${range(rule.min, rule.max)}, got ${stored}`);
       }
-      return { value: stored === 0 ? 0 : stored };
+      return stored === 0 ? 0 : stored;
     }
     case 'BOOL':
-      return typeof value === 'boolean' ? { value } : wrongType(attribute, value);
+      return typeof value === 'boolean' ? value : wrongType(attribute, value);
     case 'STRING': {
       if (typeof value !== 'string') return wrongType(attribute, value);
-      if (rule.max > 0) {
+      // UTF-8 takes at most 3 bytes a UTF-16 unit: a string that short is within the limit uncounted.
+      if (rule.max > 0 && value.length * 3 > rule.max) {
         const bytes = Buffer.byteLength(value, 'utf8');
-        if (bytes > rule.max) return { error: `attribute '${name}' must be at most ${rule.max} bytes, got ${bytes}` };
+        if (bytes > rule.max) return new RefusedValue(`attribute '${name}' must be at most ${rule.max} bytes, got ${bytes}`);
       }
-      return { value };
+      return value;
     }
     case 'GEO':
       if (typeof value !== 'string') return wrongType(attribute, value);
       if (!isGeo(value)) {
-        return {
-          error: `attribute '${name}' expects GEO ${GEO_RULE}, got ${describeValue(value)}`,
-        };
+        return new RefusedValue(`attribute '${name}' expects GEO ${GEO_RULE}, got ${describeValue(value)}`);
       }
-      return { value };
+      return value;
   }
 }
 
@@ -145,8 +124,8 @@ export function roundDecimals(value: number, decimals: number): number {
   return value < 0 ? -rounded : rounded;
 }
 
-function wrongType(attribute: Attribute, value: unknown): ValueCheck {
-  return { error: `attribute '${attribute.name}' expects ${attribute.type}, got ${typeName(value)}` };
+function wrongType(attribute: Attribute, value: unknown): RefusedValue {
+  return new RefusedValue(`attribute '${attribute.name}' expects ${attribute.type}, got ${typeName(value)}`);
 }
 
 /** Lua's names for what a script passed: a JS object or array came from a table, null from nil. */
