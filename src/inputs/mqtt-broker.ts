@@ -71,12 +71,14 @@ export interface BrokerAuth {
   failed(address: string, username: string): void;
 }
 
-/** RHILEX's MqttEvent, keys in its order (Go marshals struct fields in order; topic and payload omitted when empty). */
-function eventJson(action: string, client: Client, username: string, topic?: string, payload?: Buffer): string {
-  const event: Record<string, unknown> = { action, clientid: client.id, username, ipaddress: remoteOf(client), ts: Date.now() };
-  if (topic !== undefined && topic !== '') event.topic = topic;
-  if (payload !== undefined && payload.length > 0) event.payload = payload.toString('utf8');
-  return JSON.stringify(event);
+/**
+ * RHILEX's MqttEvent up to its `ts` value, keys in its order (Go marshals struct fields in order): the
+ * part that does not change between a client's events. The event is this, the time, then `topic` and
+ * `payload` when not empty, and `}`.
+ */
+function eventHead(action: string, client: Client, username: string): string {
+  const fields = JSON.stringify({ action, clientid: client.id, username, ipaddress: remoteOf(client) });
+  return `${fields.slice(0, -1)},"ts":`;
 }
 
 function remoteOf(client: Client): string {
@@ -194,15 +196,11 @@ export class MqttBrokerInput implements RunningInput {
     this.take(this.publishEvent(client, packet.topic, payload), done);
   }
 
-  /**
-   * eventJson('publish', ...) with the client's part built once: the same text (keys in RHILEX's order),
-   * without an object and a JSON.stringify of it per message.
-   */
+  /** The publish event, its head built once per client (not an object and a JSON.stringify per message). */
   private publishEvent(client: Client, topic: string, payload: Buffer): string {
     let prefix = this.publishPrefixes.get(client);
     if (prefix === undefined) {
-      const fields = JSON.stringify({ action: 'publish', clientid: client.id, username: this.usernames.get(client) ?? '', ipaddress: remoteOf(client) });
-      prefix = `${fields.slice(0, -1)},"ts":`;
+      prefix = eventHead('publish', client, this.usernames.get(client) ?? '');
       this.publishPrefixes.set(client, prefix);
     }
     let event = prefix + Date.now();
@@ -247,7 +245,7 @@ export class MqttBrokerInput implements RunningInput {
     // After the messages taken before it (a disconnect after the client's last messages).
     if (this.batch !== undefined) this.flush(this.batch);
     try {
-      void this.sink([eventJson(action, client, this.usernames.get(client) ?? '')], { waitDurable: false }).catch(() => undefined);
+      void this.sink([`${eventHead(action, client, this.usernames.get(client) ?? '')}${Date.now()}}`], { waitDurable: false }).catch(() => undefined);
     } catch {
       // queue full: an event is not worth holding a client for
     }

@@ -81,6 +81,24 @@ describe('GENERIC_MQTT_SERVER', () => {
     expect(svc.logs.some((l) => l.level === 40 && l.msg.includes('takes anonymous clients'))).toBe(true);
   });
 
+  it('hands the rule RHILEX connect and disconnect events {action, clientid, username, ipaddress, ts}', async () => {
+    const seen = await createInput(svc.base, { name: 'echo-connect', type: 'GENERIC_MQTT_SERVER', config: { host: '127.0.0.1', port: await freePort('tcp'), anonymous: true } });
+    // The rule throws each connect or disconnect event: the input's last error carries the last one.
+    await createRule(svc.base, seen.uuid, 'Actions = { function(args) local b = json:J2T(args); if b.action ~= "publish" then Throw(args) end; return true, args end }');
+    const cfg = (await call(svc.base, `/api/v1/inends/detail?uuid=${seen.uuid}`)).body.data.config;
+    const client = await mqtt.connectAsync(`mqtt://127.0.0.1:${cfg.port}`, { clientId: 'dev-hello', username: 'who', reconnectPeriod: 0 });
+    const eventOf = (stats: any) => JSON.parse(/(\{"action".*\})/.exec(stats.lastError?.message ?? '')?.[1] ?? 'null');
+    const connected = eventOf(await waitFor('connect event', () => inputStats(svc.base, seen.uuid), (s) => eventOf(s)?.action === 'connect'));
+    await client.endAsync();
+    const disconnected = eventOf(await waitFor('disconnect event', () => inputStats(svc.base, seen.uuid), (s) => eventOf(s)?.action === 'disconnect'));
+    for (const event of [connected, disconnected]) {
+      expect(Object.keys(event)).toEqual(['action', 'clientid', 'username', 'ipaddress', 'ts']);
+      expect(event).toMatchObject({ clientid: 'dev-hello', username: 'who' });
+      expect(event.ipaddress).toMatch(/^127\.0\.0\.1:\d+$/);
+      expect(typeof event.ts).toBe('number');
+    }
+  });
+
   it('refuses a wrong or missing password (CONNACK 4) and writes the failures to the audit log', async () => {
     await expect(connect({ clientId: 'bad-1', username: 'plc', password: 'not-the-token' })).rejects.toThrow(/Bad username or password/i);
     await expect(connect({ clientId: 'bad-2' })).rejects.toThrow(/Bad username or password/i);
