@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { spawnServe } from '../support/serve-child.js';
+import { startService } from '../reliability/support/service.mjs';
 
 const HOOK = fileURLToPath(new URL('../support/record-imports.mjs', import.meta.url));
 
@@ -21,22 +21,21 @@ afterEach(async () => {
 const ADMIN = 'lazy-imports-admin-0123456789abcdef';
 
 /**
- * Starts `serve` with `extraIni`, waits until it listens, runs `whileUp` (given the port and the modules
+ * Starts `serve` with `extraIni`, waits until it listens, runs `whileUp` (given its base URL and the modules
  * resolved so far), stops it; the modules it resolved.
  */
-async function modulesOfServe(extraIni: string, whileUp?: (port: number, modules: () => Promise<string[]>) => Promise<void>): Promise<string[]> {
+async function modulesOfServe(extraIni: string, whileUp?: (base: string, modules: () => Promise<string[]>) => Promise<void>): Promise<string[]> {
   dir = await mkdtemp(join(tmpdir(), 'edc-lazy-'));
   const ini = join(dir, 'gw.ini');
   const log = join(dir, 'imports.log');
   await writeFile(ini, `[main]\ndata_dir = ${join(dir, 'data')}\nadmin_token = ${ADMIN}\n[plugin.http_server]\nhost = 127.0.0.1\nport = 0\n${extraIni}`);
-  const serve = await spawnServe(['--import', HOOK], ini, { ...process.env, IMPORTS_LOG: log });
+  const svc = await startService(ini, { nodeArgs: ['--import', HOOK], env: { IMPORTS_LOG: log } });
   const modules = async (): Promise<string[]> => (await readFile(log, 'utf8')).split('\n').filter((l) => l.length > 0);
   try {
-    if (serve.port !== undefined) await whileUp?.(serve.port, modules);
+    await whileUp?.(svc.base, modules);
   } finally {
-    await serve.stop();
+    await svc.kill('SIGTERM');
   }
-  expect(serve.port, serve.output().err).toBeDefined();
   return modules();
 }
 
@@ -57,9 +56,9 @@ describe('serve loads what it uses', () => {
   }, 30_000);
 
   it('piscina with the first task of the pool (a rule check), which then runs', async () => {
-    await modulesOfServe('', async (port, modules) => {
+    await modulesOfServe('', async (base, modules) => {
       expect((await modules()).filter((m) => PISCINA.test(m)), 'not before the first task').toEqual([]);
-      const res = await fetch(`http://127.0.0.1:${port}/api/v1/rules/validate`, {
+      const res = await fetch(`${base}/api/v1/rules/validate`, {
         method: 'POST',
         headers: { Authorization: `Bearer ${ADMIN}`, 'Content-Type': 'application/json' },
         body: JSON.stringify({ actions: 'Actions = { function(args) return true, args end }', success: '', failed: '' }),

@@ -9,7 +9,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { spawnServe } from '../support/serve-child.js';
+import { startService } from '../reliability/support/service.mjs';
 
 let dir: string | undefined;
 afterEach(async () => {
@@ -18,18 +18,18 @@ afterEach(async () => {
 });
 
 /** Runs `serve` with `--trace-opt` (and `flags`), `whileUp` once it listens, stops it; the functions V8 optimized. */
-async function optimizedBy(flags: string[], whileUp: (port: number) => Promise<void>): Promise<string[]> {
+async function optimizedBy(flags: string[], whileUp: (base: string) => Promise<void>): Promise<string[]> {
   dir = await mkdtemp(join(tmpdir(), 'edc-tiering-'));
   const ini = join(dir, 'gw.ini');
   await writeFile(ini, `[main]\ndata_dir = ${join(dir, 'data')}\n[plugin.http_server]\nhost = 127.0.0.1\nport = 0\n`);
-  const serve = await spawnServe(['--max-semi-space-size=1', '--trace-opt', ...flags], ini);
+  const lines: string[] = [];
+  const svc = await startService(ini, { nodeArgs: ['--max-semi-space-size=1', '--trace-opt', ...flags], onLine: (line) => lines.push(line) });
   try {
-    if (serve.port !== undefined) await whileUp(serve.port);
+    await whileUp(svc.base);
   } finally {
-    await serve.stop();
+    await svc.kill('SIGTERM');
   }
-  const { out, err } = serve.output();
-  expect(serve.port, err).toBeDefined();
+  const out = lines.join('\n');
   return [...out.matchAll(/^\[completed optimizing \S+ <JSFunction (.*?) \(sfi/gm)].map((m) => m[1]);
 }
 
@@ -43,16 +43,16 @@ describe('serve and the optimizing compiler', () => {
   }, 120_000);
 
   it('functions are optimized again once the service has work (requests after it listens)', async () => {
-    const optimized = await optimizedBy([], async (port) => {
-      for (let i = 0; i < 2500; i++) await (await fetch(`http://127.0.0.1:${port}/healthz`)).text();
+    const optimized = await optimizedBy([], async (base) => {
+      for (let i = 0; i < 2500; i++) await (await fetch(`${base}/healthz`)).text();
     });
     expect(optimized.length).toBeGreaterThan(0);
   }, 180_000);
 
   // Ceilings for a busy machine (2-3 s idle here): the unoptimized 2500 requests are the slowest part.
   it('a compiler flag given to node is left alone (--no-opt: nothing is optimized, even with work)', async () => {
-    const optimized = await optimizedBy(['--no-opt'], async (port) => {
-      for (let i = 0; i < 2500; i++) await (await fetch(`http://127.0.0.1:${port}/healthz`)).text();
+    const optimized = await optimizedBy(['--no-opt'], async (base) => {
+      for (let i = 0; i < 2500; i++) await (await fetch(`${base}/healthz`)).text();
     });
     expect(optimized).toEqual([]);
   }, 180_000);

@@ -40,6 +40,10 @@ export declare function startService(
     wrap?: string[];
     /** Runs the service under `prlimit --nofile=<fdLimit>`: its open-file limit. */
     fdLimit?: number;
+    /** Node's own flags (`--trace-opt`, `--import` a hook), given before the CLI. */
+    nodeArgs?: string[];
+    /** Called with every line the service prints on stdout, from its start to its exit (`log` keeps only the last 200). */
+    onLine?: (line: string) => void;
   },
 ): Promise<ServiceChild>;
 

@@ -56,7 +56,8 @@ export function configIn(parent, name, opts = {}) {
 export function startService(configFile, opts = {}) {
   if (!fs.existsSync(cliPath)) throw new Error(`${cliPath} missing: run \`npx tsc -p tsconfig.json\` (npm test does)`);
   // `wrap`: a command the service runs under (e.g. fiu-run -x ...), which must exec it in place.
-  const argv = [...(opts.wrap ?? []), process.execPath, cliPath, 'serve', '--config', configFile];
+  // `nodeArgs`: node's own flags (--trace-opt, --import a hook), before the CLI.
+  const argv = [...(opts.wrap ?? []), process.execPath, ...(opts.nodeArgs ?? []), cliPath, 'serve', '--config', configFile];
   // prlimit execs the service, so the child's pid and signals are the service's own.
   if (opts.fdLimit !== undefined) argv.unshift('prlimit', `--nofile=${opts.fdLimit}:${opts.fdLimit}`);
   const child = spawn(argv[0], argv.slice(1), {
@@ -88,6 +89,7 @@ export function startService(configFile, opts = {}) {
         const line = out.slice(0, nl);
         out = out.slice(nl + 1);
         keep(line);
+        opts.onLine?.(line);
         const m = /listening on (https?:\/\/\S+)/.exec(line);
         if (m && !ready) {
           ready = true;
