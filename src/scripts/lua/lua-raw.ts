@@ -47,6 +47,7 @@ export interface RawLua {
   lua_tointegerx(L: number, index: number, isnum: number): bigint;
   lua_tolstring(L: number, index: number, len: number): number;
   lua_next(L: number, index: number): number;
+  lua_topointer(L: number, index: number): number;
   lua_pcallk(L: number, nargs: number, nresults: number, errfunc: number, ctx: number, k: number): number;
   lua_error(L: number): number;
   lua_setallocf(L: number, f: number, ud: number): void;
@@ -62,7 +63,7 @@ const RAW_NAMES = [
   'lua_rawget', 'lua_rawset', 'lua_rawequal', 'lua_getmetatable', 'lua_setmetatable',
   'lua_createtable', 'lua_pushnil', 'lua_pushboolean', 'lua_pushinteger', 'lua_pushnumber', 'lua_pushlstring',
   'lua_pushstring', 'lua_pushcclosure', 'lua_type', 'lua_toboolean', 'lua_tonumberx', 'lua_tointegerx',
-  'lua_tolstring', 'lua_next', 'lua_pcallk', 'lua_error', 'lua_setallocf', 'luaL_ref', 'luaL_unref', 'malloc', 'free', 'realloc',
+  'lua_tolstring', 'lua_next', 'lua_topointer', 'lua_pcallk', 'lua_error', 'lua_setallocf', 'luaL_ref', 'luaL_unref', 'malloc', 'free', 'realloc',
 ] as const satisfies ReadonlyArray<keyof RawLua>;
 
 type WasmExports = Record<string, unknown>;
@@ -84,9 +85,13 @@ export function captureWasmExports<T>(create: () => Promise<T>): Promise<{ value
     const original = wasm.instantiate;
     let captured: WasmExports | undefined;
     wasm.instantiate = async function (this: unknown, ...args: unknown[]): Promise<unknown> {
+      const trampoline = captured === undefined ? replaceInvokeTrampoline(args[1]) : undefined;
       const result = (await original.apply(this, args)) as { instance?: { exports: WasmExports }; exports?: WasmExports };
       const exports = result.instance?.exports ?? result.exports;
-      if (captured === undefined && typeof exports?.lua_pcallk === 'function') captured = exports;
+      if (captured === undefined && typeof exports?.lua_pcallk === 'function') {
+        captured = exports;
+        trampoline?.bind(exports);
+      }
       return result;
     };
     try {
@@ -98,6 +103,76 @@ export function captureWasmExports<T>(create: () => Promise<T>): Promise<{ value
   const result = creating.then(run, run);
   creating = result.catch(() => undefined);
   return result;
+}
+
+interface WasmTable {
+  readonly length: number;
+  get(index: number): (a: number, b: number) => void;
+}
+
+/**
+ * emscripten's `invoke_vii`, which Lua's `luaD_rawrunprotected` calls for every protected call (two an
+ * invocation: `lua_pcallk` and `__invoke`'s `pcall`), without the debug build's cost: glue formats two
+ * assertion messages, calls `stackSave` through `Function.apply`, and asks the table for the function
+ * again only to assert that its cache holds it. Same semantics: a longjmp arrives as a thrown number,
+ * restores the stack and sets `setThrew`; anything else passes on. Only the module's own functions are
+ * cached (indexes below the table's length at instantiation): `addFunction` places new ones above or in
+ * freed slots of its own, so a cached entry is never replaced.
+ */
+class InvokeTrampoline {
+  private stackSave: () => number = unbound;
+  private stackRestore: (sp: number) => void = unbound;
+  private setThrew: (threw: number, value: number) => void = unbound;
+  private table: WasmTable | undefined;
+  private staticLength = 0;
+  private readonly cache: Array<((a: number, b: number) => void) | undefined> = [];
+
+  bind(exports: WasmExports): void {
+    const table = exports.__indirect_function_table as WasmTable | undefined;
+    const { stackSave, stackRestore, setThrew } = exports as Record<string, unknown>;
+    if (table === undefined || typeof stackSave !== 'function' || typeof stackRestore !== 'function' || typeof setThrew !== 'function') {
+      throw new Error('wasmoon\'s module does not export its stack and function table');
+    }
+    this.stackSave = stackSave as () => number;
+    this.stackRestore = stackRestore as (sp: number) => void;
+    this.setThrew = setThrew as (threw: number, value: number) => void;
+    this.table = table;
+    this.staticLength = table.length;
+  }
+
+  readonly invokeVii = (index: number, a: number, b: number): void => {
+    const sp = this.stackSave();
+    try {
+      this.entry(index)(a, b);
+    } catch (e) {
+      this.stackRestore(sp);
+      if (e !== (e as number) + 0) throw e;
+      this.setThrew(1, 0);
+    }
+  };
+
+  private entry(index: number): (a: number, b: number) => void {
+    if (index >= this.staticLength) return this.table!.get(index);
+    let fn = this.cache[index];
+    if (fn === undefined) {
+      fn = this.table!.get(index);
+      this.cache[index] = fn;
+    }
+    return fn;
+  }
+}
+
+function unbound(): never {
+  throw new Error('wasmoon called into its module before instantiation ended');
+}
+
+/** Puts the fast trampoline in the import object when it has the one to replace. */
+function replaceInvokeTrampoline(imports: unknown): InvokeTrampoline | undefined {
+  const env = (imports as { env?: Record<string, unknown> } | undefined)?.env;
+  if (typeof env?.invoke_vii !== 'function') return undefined;
+  const trampoline = new InvokeTrampoline();
+  env.invoke_vii = trampoline.invokeVii;
+  return trampoline;
 }
 
 /**
