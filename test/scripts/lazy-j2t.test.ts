@@ -75,6 +75,9 @@ const SCRIPTS: Record<string, string> = {
   unpack: `local t = json:J2T(args) if type(t) ~= 'table' then return 0 end Debug(select('#', table.unpack(t)), table.unpack(t, 1, 2))`,
   asEnv: `local t = json:J2T(args) if type(t) ~= 'table' then return 0 end local f = load('return a, k', 'x', 't', t) Debug(f())`,
   twoDecodes: `local a, b = json:J2T(args), json:J2T(args) Debug(rawequal(a, b)) if type(a) == 'table' then a.q = 1 Debug(tostring(b.q)) end Debug(rds:Save("M", b))`,
+  // Texts that are not args carry args' padding, so that the eager run builds them at once too.
+  twoTexts: `local pad = args:match('%s*$') local a = json:J2T(args) local b = json:J2T('{"other":1,"k":2}' .. pad) Debug(rds:Save("M", a)) Debug(rds:Save("M", b)) Debug(rds:Save("M", a))`,
+  olderAfterCollected: `local pad = args:match('%s*$') local keep = json:J2T(args) for i = 1, 40 do local x = json:J2T('{"i":' .. i .. '}' .. pad) x = nil collectgarbage() end local last = json:J2T('{"last":7}' .. pad) collectgarbage() Debug(rds:Save("M", keep)) Debug(rds:Save("M", last))`,
   kept: `if Kept then Debug(rds:Save("M", Kept)) end Kept = json:J2T(args)`,
   keptRead: `if Kept then Debug(json:T2J(Kept)) end Kept = json:J2T(args)`,
   errorWith: `local t = json:J2T(args) error(t)`,

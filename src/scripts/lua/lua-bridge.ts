@@ -106,6 +106,15 @@ export class LuaBridge {
   private lazyMetaRef = 0n;
   private lazySourcesRef = 0n;
   private readonly parsed = new Map<number, { length: number; value: Record<string, unknown> }>();
+  /**
+   * The newest lazy table of the running invocation (its address) and its parsed object, found without
+   * asking the sources table: a lazy table at that address can only be this one, since J2T alone makes
+   * them and moves this on. An older one of the invocation goes to `parsed`.
+   */
+  private newestLazyTable = 0;
+  private newestLazyText = 0;
+  private newestLazyLength = 0;
+  private newestLazyValue: Record<string, unknown> | undefined;
 
   constructor(
     private readonly lua: LuaWasm,
@@ -168,6 +177,7 @@ export class LuaBridge {
   clearPayload(): void {
     this.payloadPointer = 0;
     this.payloadText = '';
+    this.newestLazyValue = undefined;
     // Held past its invocation, every parsed object would outlive a young-generation collection and be
     // promoted; a table kept for a later invocation (rare) has its text parsed again. Map.clear
     // allocates a fresh table even when empty: only when there is something to drop.
@@ -229,9 +239,15 @@ export class LuaBridge {
     raw.lua_pushvalue(L, 1);
     raw.lua_rawset(L, -3);
     raw.lua_settop(L, -2);
-    if (this.parsed.size >= PARSED_CACHE_MAX) this.parsed.clear();
-    // Keyed by address: the text lives as long as the table, and a new text there is a new J2T, which sets it.
-    this.parsed.set(pointer, { length, value: value as Record<string, unknown> });
+    if (this.newestLazyValue !== undefined) {
+      if (this.parsed.size >= PARSED_CACHE_MAX) this.parsed.clear();
+      // Keyed by address: the text lives as long as the table, and a new text there is a new J2T, which sets it.
+      this.parsed.set(this.newestLazyText, { length: this.newestLazyLength, value: this.newestLazyValue });
+    }
+    this.newestLazyTable = raw.lua_topointer(L, -1);
+    this.newestLazyText = pointer;
+    this.newestLazyLength = length;
+    this.newestLazyValue = value as Record<string, unknown>;
     return 1;
   }
 
@@ -247,6 +263,7 @@ export class LuaBridge {
   /** The parsed object of the lazy table at `index` (absolute). */
   private lazyValue(L: number, index: number): Record<string, unknown> {
     const { raw } = this;
+    if (this.newestLazyValue !== undefined && raw.lua_topointer(L, index) === this.newestLazyTable) return this.newestLazyValue;
     raw.lua_rawgeti(L, LUA_REGISTRYINDEX, this.lazySourcesRef);
     raw.lua_pushvalue(L, index);
     raw.lua_rawget(L, -2);
