@@ -11,6 +11,7 @@
  * script sees or hands over is the same as through wasmoon's conversions (see `readCString`).
  */
 import type { LuaWasm } from 'wasmoon';
+import { replaceInvokeTrampoline } from './invoke-trampoline.js';
 
 export const LUA_REGISTRYINDEX = -1000000 - 1000;
 export const LUA_TNIL = 0;
@@ -103,76 +104,6 @@ export function captureWasmExports<T>(create: () => Promise<T>): Promise<{ value
   const result = creating.then(run, run);
   creating = result.catch(() => undefined);
   return result;
-}
-
-interface WasmTable {
-  readonly length: number;
-  get(index: number): (a: number, b: number) => void;
-}
-
-/**
- * emscripten's `invoke_vii`, which Lua's `luaD_rawrunprotected` calls for every protected call (two an
- * invocation: `lua_pcallk` and `__invoke`'s `pcall`), without the debug build's cost: glue formats two
- * assertion messages, calls `stackSave` through `Function.apply`, and asks the table for the function
- * again only to assert that its cache holds it. Same semantics: a longjmp arrives as a thrown number,
- * restores the stack and sets `setThrew`; anything else passes on. Only the module's own functions are
- * cached (indexes below the table's length at instantiation): `addFunction` places new ones above or in
- * freed slots of its own, so a cached entry is never replaced.
- */
-class InvokeTrampoline {
-  private stackSave: () => number = unbound;
-  private stackRestore: (sp: number) => void = unbound;
-  private setThrew: (threw: number, value: number) => void = unbound;
-  private table: WasmTable | undefined;
-  private staticLength = 0;
-  private readonly cache: Array<((a: number, b: number) => void) | undefined> = [];
-
-  bind(exports: WasmExports): void {
-    const table = exports.__indirect_function_table as WasmTable | undefined;
-    const { stackSave, stackRestore, setThrew } = exports as Record<string, unknown>;
-    if (table === undefined || typeof stackSave !== 'function' || typeof stackRestore !== 'function' || typeof setThrew !== 'function') {
-      throw new Error('wasmoon\'s module does not export its stack and function table');
-    }
-    this.stackSave = stackSave as () => number;
-    this.stackRestore = stackRestore as (sp: number) => void;
-    this.setThrew = setThrew as (threw: number, value: number) => void;
-    this.table = table;
-    this.staticLength = table.length;
-  }
-
-  readonly invokeVii = (index: number, a: number, b: number): void => {
-    const sp = this.stackSave();
-    try {
-      this.entry(index)(a, b);
-    } catch (e) {
-      this.stackRestore(sp);
-      if (e !== (e as number) + 0) throw e;
-      this.setThrew(1, 0);
-    }
-  };
-
-  private entry(index: number): (a: number, b: number) => void {
-    if (index >= this.staticLength) return this.table!.get(index);
-    let fn = this.cache[index];
-    if (fn === undefined) {
-      fn = this.table!.get(index);
-      this.cache[index] = fn;
-    }
-    return fn;
-  }
-}
-
-function unbound(): never {
-  throw new Error('wasmoon called into its module before instantiation ended');
-}
-
-/** Puts the fast trampoline in the import object when it has the one to replace. */
-function replaceInvokeTrampoline(imports: unknown): InvokeTrampoline | undefined {
-  const env = (imports as { env?: Record<string, unknown> } | undefined)?.env;
-  if (typeof env?.invoke_vii !== 'function') return undefined;
-  const trampoline = new InvokeTrampoline();
-  env.invoke_vii = trampoline.invokeVii;
-  return trampoline;
 }
 
 /**
