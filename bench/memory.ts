@@ -23,7 +23,7 @@ import { postBody } from './http-post.js';
 import { runInChild, serveChildJob } from './child-job.js';
 import { BENCH_ADMIN, readSampleRule, samplePayload, setUpSampleRule } from './sample-rule.js';
 import { printTable, repoRoot, writeResults, type Figure } from './report.js';
-import { processCpuMs, serveNodeFlags } from './targets.js';
+import { processCpuMs, serveEnv, serveEnvText, serveNodeFlags } from './targets.js';
 
 const MIB = 1_048_576;
 /** Pushes per second of the load generator; each carries rate / PUSHES_PER_S payloads. */
@@ -120,7 +120,7 @@ async function startCli(configFile: string, nodeOptions: string): Promise<Servic
   const args = [...serveNodeFlags(), join(repoRoot, 'dist', 'cli.js'), 'serve', '--config', configFile];
   const child = spawn(process.execPath, args, {
     stdio: ['ignore', 'pipe', 'inherit'],
-    env: { ...process.env, NODE_OPTIONS: nodeOptions },
+    env: { ...serveEnv(), NODE_OPTIONS: nodeOptions },
   });
   const port = await new Promise<number>((resolve, reject) => {
     let out = '';
@@ -261,7 +261,7 @@ async function main(): Promise<void> {
     printTable('Memory of the service (RSS) beside bare Node', figures);
     const loadAfter = loadavg()[0];
     const notes = [
-      `\`node ${serveNodeFlags().join(' ')} dist/cli.js serve\` (what \`npm run serve\` runs) started as a child process with the default settings except \`data_dir\` (a temporary`,
+      `\`${serveEnvText()}node ${serveNodeFlags().join(' ')} dist/cli.js serve\` (what \`npm run serve\` runs) started as a child process with the default settings except \`data_dir\` (a temporary`,
       'directory), `host = 127.0.0.1`, `port = 0` and `admin_token`;' + (nodeOptions === '' ? ' no NODE_OPTIONS.' : ` NODE_OPTIONS=\`${nodeOptions}\`.`) + ' RSS is VmRSS from /proc; the',
       'baseline column is a bare `node -e "setInterval(()=>{},1000)"` read at the same moments. The load is a',
       `separate process posting ${PUSHES_PER_S} NDJSON pushes a second of ${Math.round(rate / PUSHES_PER_S)} sample payloads each`,

@@ -44,6 +44,27 @@ export function serveNodeFlags(): string[] {
   return JSON.parse(flags[1].replaceAll("'", '"')) as string[];
 }
 
+/** The environment scripts/start.mjs sets for the service (SERVE_ENV), without the caller's. */
+function startScriptEnv(): Record<string, string> {
+  const start = readFileSync(join(repoRoot, 'scripts', 'start.mjs'), 'utf8');
+  const env = /^const SERVE_ENV = (\{[^}]*\});$/m.exec(start);
+  if (env === null) throw new Error('scripts/start.mjs has no line "const SERVE_ENV = {...};"');
+  return JSON.parse(env[1].replaceAll("'", '"').replace(/(\w+):/g, '"$1":')) as Record<string, string>;
+}
+
+/** The environment `npm run serve` gives the service: the bench's own over SERVE_ENV, as the start script does. */
+export function serveEnv(): NodeJS.ProcessEnv {
+  return { ...startScriptEnv(), ...process.env };
+}
+
+/** SERVE_ENV's variables as the service gets them, for a report: `NAME=value ` each. */
+export function serveEnvText(): string {
+  const env = serveEnv();
+  return Object.keys(startScriptEnv())
+    .map((name) => `${name}=${env[name]} `)
+    .join('');
+}
+
 /**
  * BENCH_TARGET_FLAGS: node flags for the targets only, space-separated, for profiling them
  * (`--cpu-prof --cpu-prof-dir=/tmp/prof`: NODE_OPTIONS refuses --cpu-prof, and would profile the clients too).
@@ -54,12 +75,12 @@ function profilingFlags(): string[] {
 
 /**
  * Starts bench/http-target.js with `args` on core 0 and waits for its READY line. Every target (ours and
- * the peers' Node fronts) runs with the service's node flags: V8's young generation changes the tail.
+ * the peers' Node fronts) runs with the service's node flags and environment: V8's young generation changes the tail.
  */
 export async function startTarget(label: string, args: string[], log: (m: string) => void): Promise<Target> {
   const script = join(repoRoot, 'dist-bench', 'bench', 'http-target.js');
   const [cmd, cmdArgs] = pinned(0, process.execPath, [...serveNodeFlags(), ...profilingFlags(), script, ...args]);
-  const child = spawn(cmd, cmdArgs, { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(cmd, cmdArgs, { stdio: ['ignore', 'pipe', 'inherit'], env: serveEnv() });
   let dir: string | undefined;
   for await (const line of createInterface({ input: child.stdout! })) {
     const ready = /^READY (\d+) (\S+) (\S+)$/.exec(line);

@@ -13,6 +13,8 @@ import { BENCH_ADMIN, BENCH_SECRET } from './client.js';
 const CLI = fileURLToPath(new URL('../cli.js', import.meta.url));
 /** The V8 flags of scripts/start.mjs (npm run serve) and of docs/deploy.md's unit (test/bench/bench.test.ts checks). */
 export const SERVICE_NODE_FLAGS = ['--max-semi-space-size=1'];
+/** The environment scripts/start.mjs and the unit give the service, under the operator's own. */
+export const SERVICE_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '2' };
 /** /proc reports CPU time in USER_HZ ticks, 100 a second on every architecture a gateway runs (ARM, arm64, x86). */
 const MS_PER_TICK = 10;
 const MIB = 1_048_576;
@@ -54,7 +56,7 @@ export function benchIni(dataDir: string, sync: Sync): string {
  * transport, whose choice is part of what the bench measures.
  */
 function childEnv(): NodeJS.ProcessEnv {
-  const env = { ...process.env };
+  const env = { ...SERVICE_ENV, ...process.env };
   for (const key of Object.keys(env)) {
     if (key.startsWith('EDGE_DATACENTER_') && key !== 'EDGE_DATACENTER_HTTP_TRANSPORT') delete env[key];
   }

@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { plan } from '../../src/bench/options.js';
 import { FIGURES, REPORT_FORMAT, reportBase, type FigureKey, type Report } from '../../src/bench/report.js';
-import { SERVICE_NODE_FLAGS } from '../../src/bench/service.js';
+import { SERVICE_ENV, SERVICE_NODE_FLAGS } from '../../src/bench/service.js';
 
 const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -42,10 +42,14 @@ function report(scale: number): Report {
 }
 
 describe('bench', () => {
-  it('starts its service with the V8 flags of scripts/start.mjs and of the systemd unit in docs/deploy.md', async () => {
+  it('starts its service with the V8 flags and environment of scripts/start.mjs and of the systemd unit in docs/deploy.md', async () => {
     const start = /^const NODE_FLAGS = \[([^\]]*)\];$/m.exec(await readFile(join(ROOT, 'scripts', 'start.mjs'), 'utf8'));
     expect(start?.[1].split(',').map((f) => f.trim().replace(/^'|'$/g, ''))).toEqual(SERVICE_NODE_FLAGS);
-    expect(await readFile(join(ROOT, 'docs', 'deploy.md'), 'utf8')).toContain(`ExecStart=/usr/bin/node ${SERVICE_NODE_FLAGS.join(' ')} /opt/edge-datacenter/current/dist/cli.js serve`);
+    const deploy = await readFile(join(ROOT, 'docs', 'deploy.md'), 'utf8');
+    expect(deploy).toContain(`ExecStart=/usr/bin/node ${SERVICE_NODE_FLAGS.join(' ')} /opt/edge-datacenter/current/dist/cli.js serve`);
+    const env = /^const SERVE_ENV = \{ ([^}]*) \};$/m.exec(await readFile(join(ROOT, 'scripts', 'start.mjs'), 'utf8'));
+    expect(Object.fromEntries((env?.[1] ?? '').split(',').map((pair) => pair.split(':').map((part) => part.trim().replace(/^'|'$/g, ''))))).toEqual(SERVICE_ENV);
+    for (const [name, value] of Object.entries(SERVICE_ENV)) expect(deploy).toContain(`Environment=${name}=${value}`);
   });
 
   it('refuses bad flags with exit 2, naming the flag and the rule, before running', () => {

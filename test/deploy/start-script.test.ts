@@ -1,7 +1,7 @@
 /**
  * `npm start` and `npm run serve` (scripts/start.mjs, issue 34): they serve from a checkout and from a
  * production install (the `npm pack` tarball, unpacked, `npm ci --omit=dev`: no TypeScript; with the files
- * docs/getting-started.md links to), and a stop signal sent to the npm process alone stops the service
+ * docs/getting-started.md links to), with the V8 flag and the malloc setting of docs/deploy.md, and a stop signal sent to the npm process alone stops the service
  * cleanly: npm exits only once the service has, the port is free and the data lock released. Real npm
  * processes; the data in temp directories.
  */
@@ -105,6 +105,11 @@ describe('npm start and npm run serve', () => {
     dir = await mkdtemp(join(tmpdir(), 'edc-start-'));
     const served = await npmServe('serve', ROOT);
     expect((await fetch(`http://127.0.0.1:${served.port}/healthz`)).status).toBe(200);
+    // The service (the data lock's pid) runs with the start script's flags and environment.
+    const pid = (JSON.parse(await readFile(join(dir, 'data', 'store', '.lock'), 'utf8')) as { pid: number }).pid;
+    expect((await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0')).toContain('--max-semi-space-size=1');
+    const environ = (await readFile(`/proc/${pid}/environ`, 'utf8')).split('\0');
+    expect(environ).toContain(`MALLOC_ARENA_MAX=${process.env.MALLOC_ARENA_MAX ?? '2'}`);
     process.kill(served.npm.pid as number, 'SIGTERM');
     await expectStoppedCleanly(served, 'SIGTERM');
   }, 60_000);
