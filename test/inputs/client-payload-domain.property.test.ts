@@ -32,7 +32,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, query } from '../support/client.js';
 import { startService, type TestService } from '../support/service.js';
 import { compact, describePayload, type Kind, type Payload, payloadArb, sampleOfSize } from './payload-arbs.js';
-import { createInput, createModel, createRule, inputStats, reading, ruleFor, startMosquitto, storedTemps, waitFor, type Mosquitto } from './support.js';
+import { createInput, createModel, createRule, expectReadsAnswer, inputCounters, inputStats, reading, ruleFor, startMosquitto, storedTemps, waitFor, type Mosquitto } from './support.js';
 
 const RUNS = Number(process.env.CLIENT_PAYLOAD_DOMAIN_CASES ?? 40);
 const SEED = process.env.CLIENT_PAYLOAD_DOMAIN_SEED === undefined ? undefined : Number(process.env.CLIENT_PAYLOAD_DOMAIN_SEED);
@@ -84,7 +84,7 @@ beforeAll(async () => {
   // it once, live or when the subscription is made; once it is stored nothing else is on its way.
   await publish({ topic: 'pd/ready', payload: compact({ bytes: Buffer.from(reading(7_000_000)), kind: 'sample' as Kind }, describePayload), qos: 1, retain: true });
   const ready = await waitFor('subscribed', () => inputStats(svc.base, inend), (s) => s.connection.state === 'connected' && s.stored === 1 && s.queued === 0, CEILING_MS);
-  expect(counters(ready)).toMatchObject({ in: 1, stored: 1, refused: 0, failed: 0 });
+  expect(inputCounters(ready)).toMatchObject({ in: 1, stored: 1, refused: 0, failed: 0 });
   expect(await storedTemps(svc.base, sampleModel)).toEqual([7_000_000]);
   connectedSince = ready.connection.since;
 }, 180_000);
@@ -174,24 +174,6 @@ async function publish(c: ClientCase): Promise<void> {
   }
 }
 
-/** The counters that must add up. */
-function counters(s: any): { in: number; stored: number; refused: number; failed: number; redelivered: number; queued: number } {
-  return { in: s.messagesIn, stored: s.stored, refused: s.refused, failed: s.failed, redelivered: s.redelivered, queued: s.queued };
-}
-
-async function readsAnswer(): Promise<void> {
-  for (const path of [
-    `/api/v1/datacenter/queryLastData?uuid=${sampleModel}`,
-    `/api/v1/datacenter/queryLastData?uuid=${rawModel}`,
-    `/api/v1/datacenter/queryDataList?uuid=${rawModel}&size=5`,
-    `/api/v1/datacenter/queryDataList?uuid=${sampleModel}&size=5&order=asc`,
-  ]) {
-    const a = await query(svc.base, path);
-    expect(a.status, `${path}: ${a.text.slice(0, 300)}`).toBe(200);
-  }
-  const a = await call(svc.base, `/api/v1/inends/stats?uuid=${inend}`);
-  expect(a.status, a.text.slice(0, 300)).toBe(200);
-}
 
 describe('payload domain of the GENERIC_MQTT input (mosquitto)', () => {
   it('every topic, payload, QoS and retain published to mosquitto is stored, failed by a rule or refused over maxMessageBytes, and counted so', async () => {
@@ -199,7 +181,7 @@ describe('payload domain of the GENERIC_MQTT input (mosquitto)', () => {
     await fc.assert(
       fc.asyncProperty(caseArb, async (c) => {
         const what = describeCase(c);
-        const before = counters(await inputStats(svc.base, inend));
+        const before = inputCounters(await inputStats(svc.base, inend));
         if (VERBOSE) console.log(new Date().toISOString(), what);
         await publish(c);
         const settled = await waitFor(
@@ -208,7 +190,7 @@ describe('payload domain of the GENERIC_MQTT input (mosquitto)', () => {
           (s) => s.messagesIn > before.in && s.queued === 0 && s.stored + s.refused + s.failed >= before.stored + before.refused + before.failed + 1,
           CEILING_MS,
         );
-        const after = counters(settled);
+        const after = inputCounters(settled);
         const d = { in: after.in - before.in, stored: after.stored - before.stored, refused: after.refused - before.refused, failed: after.failed - before.failed, redelivered: after.redelivered - before.redelivered };
         if (VERBOSE) console.log(new Date().toISOString(), '->', JSON.stringify(d));
         expect(d.in, `one message in (${what}): ${JSON.stringify(d)}`).toBe(1);
@@ -225,7 +207,7 @@ describe('payload domain of the GENERIC_MQTT input (mosquitto)', () => {
         seen.stored += d.stored;
         seen.failed += d.failed;
         seen.refused += d.refused;
-        await readsAnswer();
+        await expectReadsAnswer(svc.base, sampleModel, rawModel, [inend]);
       }),
       {
         numRuns: RUNS,

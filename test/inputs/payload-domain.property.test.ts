@@ -33,7 +33,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, query } from '../support/client.js';
 import { startService, type TestService } from '../support/service.js';
 import { compact, describePayload, type Kind, type Payload, payloadArb, sampleOfSize } from './payload-arbs.js';
-import { createInput, createModel, createRule, freePort, inputStats, reading, ruleFor, waitFor } from './support.js';
+import { createInput, createModel, createRule, expectReadsAnswer, freePort, inputCounters, inputStats, reading, ruleFor, waitFor } from './support.js';
 
 const RUNS = Number(process.env.PAYLOAD_DOMAIN_CASES ?? 60);
 const SEED = process.env.PAYLOAD_DOMAIN_SEED === undefined ? undefined : Number(process.env.PAYLOAD_DOMAIN_SEED);
@@ -145,26 +145,6 @@ function describeCase(c: MqttCase): string {
   return `topic ${t}, ${describePayload(c.payload)}, qos ${c.qos}${c.retain ? ', retain' : ''}${c.dup ? ', dup' : ''}`;
 }
 
-/** The counters that must add up, and their deltas. */
-function counters(s: any): { in: number; stored: number; refused: number; failed: number; redelivered: number; queued: number } {
-  return { in: s.messagesIn, stored: s.stored, refused: s.refused, failed: s.failed, redelivered: s.redelivered, queued: s.queued };
-}
-
-async function readsAnswer(): Promise<void> {
-  for (const path of [
-    `/api/v1/datacenter/queryLastData?uuid=${sampleModel}`,
-    `/api/v1/datacenter/queryLastData?uuid=${rawModel}`,
-    `/api/v1/datacenter/queryDataList?uuid=${rawModel}&size=5`,
-    `/api/v1/datacenter/queryDataList?uuid=${sampleModel}&size=5&order=asc`,
-  ]) {
-    const a = await query(svc.base, path);
-    expect(a.status, `${path}: ${a.text.slice(0, 300)}`).toBe(200);
-  }
-  for (const uuid of [broker.uuid, udp.uuid]) {
-    const a = await call(svc.base, `/api/v1/inends/stats?uuid=${uuid}`);
-    expect(a.status, a.text.slice(0, 300)).toBe(200);
-  }
-}
 
 // ---- a raw MQTT 3.1.1 client: every byte of the PUBLISH is the test's (mqtt.js never sends an empty topic) ----
 
@@ -273,7 +253,7 @@ describe('payload domain of the network inputs', () => {
     const seen = { stored: 0, failed: 0, refused: 0, aedes: 0 };
     await fc.assert(
       fc.asyncProperty(mqttCaseArb, async (c) => {
-        const before = counters(await inputStats(svc.base, broker.uuid));
+        const before = inputCounters(await inputStats(svc.base, broker.uuid));
         const what = describeCase(c);
         if (process.env.PAYLOAD_DOMAIN_VERBOSE) console.log(new Date().toISOString(), what);
         const result = await publishRaw(c);
@@ -285,7 +265,7 @@ describe('payload domain of the network inputs', () => {
         const aedesRefuses = c.qos === 3 || (!cutOff && refusedByAedes(c.topic));
         const acked = result.answers.includes(c.qos === 1 ? 'puback' : 'pubcomp');
         const expectIn = aedesRefuses ? 0 : 1;
-        const after = counters(
+        const after = inputCounters(
           await waitFor(
             `settled: ${what}`,
             () => inputStats(svc.base, broker.uuid),
@@ -312,7 +292,7 @@ describe('payload domain of the network inputs', () => {
         seen.failed += d.failed;
         seen.refused += d.refused;
         if (expectIn === 0) seen.aedes++;
-        await readsAnswer();
+        await expectReadsAnswer(svc.base, sampleModel, rawModel, [broker.uuid, udp.uuid]);
       }),
       {
         numRuns: RUNS,
@@ -354,9 +334,9 @@ describe('payload domain of the network inputs', () => {
       await fc.assert(
         fc.asyncProperty(payloadArb(MAX_DATA_LENGTH, UDP_MAX), async (p) => {
           const what = `${p.kind} datagram of ${p.bytes.length} bytes`;
-          const before = counters(await inputStats(svc.base, udp.uuid));
+          const before = inputCounters(await inputStats(svc.base, udp.uuid));
           await new Promise<void>((resolve, reject) => socket.send(p.bytes, udp.port, '127.0.0.1', (err) => (err ? reject(err) : resolve())));
-          const after = counters(
+          const after = inputCounters(
             await waitFor(`settled: ${what}`, () => inputStats(svc.base, udp.uuid), (s) => s.messagesIn > before.in && s.queued === 0 && s.stored + s.refused + s.failed >= before.stored + before.refused + before.failed + 1, CEILING_MS),
           );
           const d = { in: after.in - before.in, stored: after.stored - before.stored, refused: after.refused - before.refused, failed: after.failed - before.failed };
@@ -372,7 +352,7 @@ describe('payload domain of the network inputs', () => {
           seen.stored += d.stored;
           seen.failed += d.failed;
           seen.refused += d.refused;
-          await readsAnswer();
+          await expectReadsAnswer(svc.base, sampleModel, rawModel, [broker.uuid, udp.uuid]);
         }),
         {
           numRuns: RUNS,

@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
+import { expect } from 'vitest';
 import { call, query } from '../support/client.js';
 
 export const ATTRS = ['temp', 'resistivity', 'conductivity', 'dissolved_oxygen', 'ph_value'];
@@ -165,4 +166,35 @@ export async function startMosquitto(options: { users?: Record<string, string> }
       await launch();
     },
   };
+}
+
+/** An input's counters from `inends/stats` that must add up after each generated message. */
+export interface InputCounters {
+  in: number;
+  stored: number;
+  refused: number;
+  failed: number;
+  redelivered: number;
+  queued: number;
+}
+
+export function inputCounters(s: any): InputCounters {
+  return { in: s.messagesIn, stored: s.stored, refused: s.refused, failed: s.failed, redelivered: s.redelivered, queued: s.queued };
+}
+
+/** The reads a generated case must leave answering 200 (never 500): both models' latest and a page, and each input's stats. */
+export async function expectReadsAnswer(base: string, sampleModel: string, rawModel: string, inends: string[]): Promise<void> {
+  for (const path of [
+    `/api/v1/datacenter/queryLastData?uuid=${sampleModel}`,
+    `/api/v1/datacenter/queryLastData?uuid=${rawModel}`,
+    `/api/v1/datacenter/queryDataList?uuid=${rawModel}&size=5`,
+    `/api/v1/datacenter/queryDataList?uuid=${sampleModel}&size=5&order=asc`,
+  ]) {
+    const a = await query(base, path);
+    expect(a.status, `${path}: ${a.text.slice(0, 300)}`).toBe(200);
+  }
+  for (const uuid of inends) {
+    const a = await call(base, `/api/v1/inends/stats?uuid=${uuid}`);
+    expect(a.status, a.text.slice(0, 300)).toBe(200);
+  }
 }
