@@ -5,6 +5,7 @@
  * is seeded per state, so only one state gives comparable `pairs` orders). Both must give the same debug
  * lines, records, refusals and outcome.
  */
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { LibHost } from '../../src/scripts/lua/lua-libs.js';
 import { LuaSandbox } from '../../src/scripts/lua/lua-sandbox.js';
@@ -86,7 +87,7 @@ const SCRIPTS: Record<string, string> = {
 
 const PADDING = ' '.repeat(16 * 1024);
 
-async function runBoth(script: string): Promise<{ lazy: Seen; eager: Seen }> {
+async function runBoth(script: string, payloads: readonly string[] = PAYLOADS): Promise<{ lazy: Seen; eager: Seen }> {
   const seen: Seen = { lines: [], saved: [], outcomes: [], unordered: 0 };
   const sandbox = await LuaSandbox.create({ timeoutMs: 1000, memoryMb: 16 }, host(seen));
   const run = (padding: string): Seen => {
@@ -94,7 +95,7 @@ async function runBoth(script: string): Promise<{ lazy: Seen; eager: Seen }> {
     // A rule of its own per series: globals the script keeps (Kept) start over.
     const rule = sandbox.compile({ actions: `Actions = { function(args) ${script} return 0 end }`, success: '', failed: '' });
     if (!rule.ok) throw new Error(rule.error);
-    for (const payload of PAYLOADS) {
+    for (const payload of payloads) {
       const outcome = sandbox.invoke(rule.envRef, payload + padding);
       seen.outcomes.push(outcome.message === undefined ? outcome : { ...outcome, message: outcome.message.replace(/0x[0-9a-f]+/g, 'ADDR') });
     }
@@ -113,6 +114,26 @@ describe('lazy J2T tables', () => {
       expect(eager.unordered).toBe(0);
     });
   }
+
+  // Generated flat objects: keys and strings of any UTF-16 (NUL, lone surrogates and escapes included,
+  // which JSON.stringify writes as escapes), numbers of every kind, nulls; the same result either way.
+  it('generated flat objects: the same records, debug lines and pairs order as tables built at once', async () => {
+    const text = fc.string({ unit: 'binary', maxLength: 12 });
+    const flat = fc.dictionary(text, fc.oneof(text, fc.double(), fc.integer(), fc.maxSafeInteger(), fc.boolean(), fc.constant(null)), { maxKeys: 8 });
+    const raw = fc.oneof(fc.constantFrom('\u0000', '\\ud800', 'a\\"b', '\\u00e9', '\u00e9', '\ud83d\ude00'), text);
+    // Some texts written by hand: an escape or a raw character where JSON.stringify would not put one.
+    const handWritten = fc.tuple(raw, raw).map(([k, v]) => `{"${k.replace(/"/g, '')}":"${v.replace(/"/g, '')}","n":1}`);
+    const payloads = fc.array(fc.oneof(flat.map((o) => JSON.stringify(o)), handWritten), { minLength: 1, maxLength: 12 });
+    await fc.assert(
+      fc.asyncProperty(payloads, async (list) => {
+        for (const script of [SCRIPTS.passThrough, SCRIPTS.pairsOrder, SCRIPTS.readThenSave]) {
+          const { lazy, eager } = await runBoth(script, list);
+          expect({ ...lazy, unordered: 0 }).toEqual({ ...eager, unordered: 0 });
+        }
+      }),
+      { numRuns: 40 },
+    );
+  });
 
   it('a pass-through save of a flat object takes the parsed object, for every flat payload', async () => {
     const { lazy } = await runBoth(SCRIPTS.passThrough);

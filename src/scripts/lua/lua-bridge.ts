@@ -50,18 +50,21 @@ function roundTrips(text: string): boolean {
 /**
  * The number of keys when `value` may stay lazy: a plain object whose keys and values give the same
  * record from the parsed object as from the Lua table (no -0 or integer past int64, which J2T pushes as
- * integers that change them), otherwise -1.
+ * integers that change them), otherwise -1. `plain`: the JSON text held no escape. J2T's texts are
+ * well-formed and free of NUL (the payload is checked by setPayload, a Lua string is decoded up to its
+ * first NUL), and without escapes every string JSON.parse gives is a piece of the text between two
+ * quotes, so it is too: its check is skipped.
  */
-function lazyKeys(value: unknown, textLength: number): number {
+function lazyKeys(value: unknown, textLength: number, plain: boolean): number {
   if (textLength > LAZY_TEXT_MAX || typeof value !== 'object' || value === null || Array.isArray(value)) return -1;
   const object = value as Record<string, unknown>;
   let keys = 0;
   for (const key in object) {
-    if (++keys > LAZY_KEYS_MAX || !roundTrips(key)) return -1;
+    if (++keys > LAZY_KEYS_MAX || (!plain && !roundTrips(key))) return -1;
     const item = object[key];
     switch (typeof item) {
       case 'string':
-        if (!roundTrips(item)) return -1;
+        if (!plain && !roundTrips(item)) return -1;
         break;
       case 'number':
         if ((item === 0 && 1 / item < 0) || (Number.isInteger(item) && (item >= INT64_LIMIT || item < -INT64_LIMIT))) return -1;
@@ -225,7 +228,7 @@ export class LuaBridge {
       return 2;
     }
     if (value === undefined) return 0;
-    const keys = pointer !== 0 ? lazyKeys(value, text.length) : -1;
+    const keys = pointer !== 0 ? lazyKeys(value, text.length, !text.includes('\\')) : -1;
     if (keys < 0) {
       this.push(L, value);
       return 1;
