@@ -3,8 +3,8 @@
  * npm start / npm run serve [-- --config FILE]
  *
  * Serves: `node --max-semi-space-size=1 dist/cli.js serve ARGS` as a child process, with MALLOC_ARENA_MAX=2.
- * In a checkout whose dist/ is older than src/, it builds first (tsc); a production install (the `npm pack` tarball, without
- * TypeScript or the .ts sources) serves the dist/ it ships.
+ * In a checkout whose dist/ is older than src/, it builds first (tsc); a production install (the `npm pack`
+ * tarball, without TypeScript or the .ts sources) serves the dist/ it ships.
  *
  * A wrapper rather than `npm run build && node dist/cli.js serve`, because npm passes a SIGTERM to the
  * shell of the script, which dies without passing it on: the service went on serving, holding the port
