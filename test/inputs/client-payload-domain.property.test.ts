@@ -32,7 +32,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, query } from '../support/client.js';
 import { startService, type TestService } from '../support/service.js';
 import { compact, describePayload, type Kind, type Payload, payloadArb, sampleOfSize } from './payload-arbs.js';
-import { createInput, createModel, createRule, expectReadsAnswer, inputCounters, inputStats, reading, ruleFor, startMosquitto, storedTemps, waitFor, type Mosquitto } from './support.js';
+import { createInput, createModel, createRawModel, createRule, expectReadsAnswer, inputCounters, inputStats, reading, passThroughRule, ruleFor, startMosquitto, storedTemps, waitFor, type Mosquitto } from './support.js';
 
 const RUNS = Number(process.env.CLIENT_PAYLOAD_DOMAIN_CASES ?? 40);
 const SEED = process.env.CLIENT_PAYLOAD_DOMAIN_SEED === undefined ? undefined : Number(process.env.CLIENT_PAYLOAD_DOMAIN_SEED);
@@ -54,23 +54,11 @@ let inend: string;
 /** When the input's connection was made: the same at the end means no case cost it its connection. */
 let connectedSince: string;
 
-/** The pass-through rule: the whole `args` in `raw.args`. */
-function passThrough(model: string): string {
-  return `Actions = {\n    function(args)\n        local err = rds:Save("${model}", { args = args, bytes = #args });\n        if (err ~= nil) then Throw(err); end;\n        return true, args;\n    end\n}\n`;
-}
-
 beforeAll(async () => {
   mosquitto = await startMosquitto();
   svc = await startService({ logLevel: 'warn' });
   sampleModel = await createModel(svc.base, 'cpd_sample');
-  rawModel = (await call(svc.base, '/api/v1/schema/create', { method: 'POST', body: { name: 'cpd_raw', description: '' } })).body.data.uuid;
-  for (const [name, type] of [
-    ['args', 'STRING'],
-    ['bytes', 'INTEGER'],
-  ]) {
-    expect((await call(svc.base, '/api/v1/schema/properties/create', { method: 'POST', body: { schemaId: rawModel, name, type } })).status).toBe(200);
-  }
-  expect((await call(svc.base, `/api/v1/schema/publish?uuid=${rawModel}`, { method: 'POST' })).status).toBe(200);
+  rawModel = await createRawModel(svc.base, 'cpd_raw');
 
   const created = await createInput(svc.base, {
     name: 'cpd-client',
@@ -79,7 +67,7 @@ beforeAll(async () => {
   });
   inend = created.uuid;
   await createRule(svc.base, inend, ruleFor('GENERIC_MQTT', sampleModel));
-  await call(svc.base, '/api/v1/rules/create', { method: 'POST', body: { name: 'cpd-raw', description: '', fromSource: [inend], actions: passThrough(rawModel), success: '', failed: '' } });
+  await call(svc.base, '/api/v1/rules/create', { method: 'POST', body: { name: 'cpd-raw', description: '', fromSource: [inend], actions: passThroughRule(rawModel), success: '', failed: '' } });
   // Retained: whether the input has subscribed yet or not (the SUBACK is not in stats), mosquitto sends
   // it once, live or when the subscription is made; once it is stored nothing else is on its way.
   await publish({ topic: 'pd/ready', payload: compact({ bytes: Buffer.from(reading(7_000_000)), kind: 'sample' as Kind }, describePayload), qos: 1, retain: true });

@@ -33,7 +33,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, query } from '../support/client.js';
 import { startService, type TestService } from '../support/service.js';
 import { compact, describePayload, type Kind, type Payload, payloadArb, sampleOfSize } from './payload-arbs.js';
-import { createInput, createModel, createRule, expectReadsAnswer, freePort, inputCounters, inputStats, reading, ruleFor, waitFor } from './support.js';
+import { createInput, createModel, createRawModel, createRule, expectReadsAnswer, freePort, inputCounters, inputStats, reading, passThroughRule, ruleFor, waitFor } from './support.js';
 
 const RUNS = Number(process.env.PAYLOAD_DOMAIN_CASES ?? 60);
 const SEED = process.env.PAYLOAD_DOMAIN_SEED === undefined ? undefined : Number(process.env.PAYLOAD_DOMAIN_SEED);
@@ -55,34 +55,22 @@ let rawModel: string;
 let broker: { uuid: string; token: string; port: number };
 let udp: { uuid: string; port: number };
 
-/** The pass-through rule: the whole `args` (connect and disconnect events too) in `raw.args`. */
-function passThrough(model: string): string {
-  return `Actions = {\n    function(args)\n        local err = rds:Save("${model}", { args = args, bytes = #args });\n        if (err ~= nil) then Throw(err); end;\n        return true, args;\n    end\n}\n`;
-}
-
 beforeAll(async () => {
   svc = await startService({ logLevel: 'warn' });
   sampleModel = await createModel(svc.base, 'pd_sample');
-  rawModel = (await call(svc.base, '/api/v1/schema/create', { method: 'POST', body: { name: 'pd_raw', description: '' } })).body.data.uuid;
-  for (const [name, type] of [
-    ['args', 'STRING'],
-    ['bytes', 'INTEGER'],
-  ]) {
-    expect((await call(svc.base, '/api/v1/schema/properties/create', { method: 'POST', body: { schemaId: rawModel, name, type } })).status).toBe(200);
-  }
-  expect((await call(svc.base, `/api/v1/schema/publish?uuid=${rawModel}`, { method: 'POST' })).status).toBe(200);
+  rawModel = await createRawModel(svc.base, 'pd_raw');
 
   const brokerPort = await freePort('tcp');
   const b = await createInput(svc.base, { name: 'pd-broker', type: 'GENERIC_MQTT_SERVER', config: { host: '127.0.0.1', port: brokerPort, maxMessageBytes: MAX_MESSAGE_BYTES } });
   broker = { uuid: b.uuid, token: b.token!, port: brokerPort };
   await createRule(svc.base, b.uuid, ruleFor('GENERIC_MQTT_SERVER', sampleModel));
-  await call(svc.base, '/api/v1/rules/create', { method: 'POST', body: { name: 'pd-broker-raw', description: '', fromSource: [b.uuid], actions: passThrough(rawModel), success: '', failed: '' } });
+  await call(svc.base, '/api/v1/rules/create', { method: 'POST', body: { name: 'pd-broker-raw', description: '', fromSource: [b.uuid], actions: passThroughRule(rawModel), success: '', failed: '' } });
 
   const udpPort = await freePort('udp');
   const u = await createInput(svc.base, { name: 'pd-udp', type: 'UDP_SERVER', config: { host: '127.0.0.1', port: udpPort, maxDataLength: MAX_DATA_LENGTH } });
   udp = { uuid: u.uuid, port: udpPort };
   await createRule(svc.base, u.uuid, ruleFor('UDP_SERVER', sampleModel));
-  await call(svc.base, '/api/v1/rules/create', { method: 'POST', body: { name: 'pd-udp-raw', description: '', fromSource: [u.uuid], actions: passThrough(rawModel), success: '', failed: '' } });
+  await call(svc.base, '/api/v1/rules/create', { method: 'POST', body: { name: 'pd-udp-raw', description: '', fromSource: [u.uuid], actions: passThroughRule(rawModel), success: '', failed: '' } });
 
   await waitFor('listening', async () => [(await inputStats(svc.base, broker.uuid)).connection.state, (await inputStats(svc.base, udp.uuid)).connection.state], (s) => s.every((x) => x === 'listening'), CEILING_MS);
 }, 180_000);

@@ -198,3 +198,21 @@ export async function expectReadsAnswer(base: string, sampleModel: string, rawMo
     expect(a.status, a.text.slice(0, 300)).toBe(200);
   }
 }
+
+/** The pass-through rule of the payload-domain tests: the whole `args` in `args`, its length in `bytes`. */
+export function passThroughRule(model: string): string {
+  return `Actions = {\n    function(args)\n        local err = rds:Save("${model}", { args = args, bytes = #args });\n        if (err ~= nil) then Throw(err); end;\n        return true, args;\n    end\n}\n`;
+}
+
+/** A published model of the two attributes passThroughRule stores. */
+export async function createRawModel(base: string, name: string): Promise<string> {
+  const uuid = (await call(base, '/api/v1/schema/create', { method: 'POST', body: { name, description: '' } })).body.data.uuid as string;
+  for (const [attr, type] of [
+    ['args', 'STRING'],
+    ['bytes', 'INTEGER'],
+  ]) {
+    expect((await call(base, '/api/v1/schema/properties/create', { method: 'POST', body: { schemaId: uuid, name: attr, type } })).status).toBe(200);
+  }
+  expect((await call(base, `/api/v1/schema/publish?uuid=${uuid}`, { method: 'POST' })).status).toBe(200);
+  return uuid;
+}
