@@ -57,11 +57,10 @@ export function serveEnv(): NodeJS.ProcessEnv {
   return { ...startScriptEnv(), ...process.env };
 }
 
-/** SERVE_ENV's variables as the service gets them, for a report: `NAME=value ` each. */
+/** SERVE_ENV's variables as the service gets them (the bench's own value where it has one), for a report: `NAME=value ` each. */
 export function serveEnvText(): string {
-  const env = serveEnv();
-  return Object.keys(startScriptEnv())
-    .map((name) => `${name}=${env[name]} `)
+  return Object.entries(startScriptEnv())
+    .map(([name, value]) => `${name}=${process.env[name] ?? value} `)
     .join('');
 }
 
