@@ -1,9 +1,10 @@
 /**
  * Helpers of the network input tests: free ports, a model with the sample's five FLOAT attributes, the
  * rules that decode each input's `args` as RHILEX's documentation does, payloads that carry a sequence
- * number, reads of what was stored, and a real mosquitto on a free port (started and stopped by tests).
+ * number, reads of what was stored, and a real mosquitto on a free port (started and stopped by tests, and
+ * ended with the test process if that is killed: tied-spawn.ts).
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, type ChildProcess } from 'node:child_process';
 import dgram from 'node:dgram';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
@@ -11,6 +12,7 @@ import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'vitest';
 import { call, query } from '../support/client.js';
+import { spawnTied } from '../support/tied-spawn.js';
 
 export const ATTRS = ['temp', 'resistivity', 'conductivity', 'dissolved_oxygen', 'ph_value'];
 
@@ -129,7 +131,7 @@ export async function startMosquitto(options: { users?: Record<string, string> }
   );
   let child: ChildProcess | undefined;
   const launch = async (): Promise<void> => {
-    child = spawn('mosquitto', ['-c', conf], { stdio: ['ignore', 'ignore', 'pipe'] });
+    child = spawnTied('mosquitto', ['-c', conf], { stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
     child.stderr!.on('data', (d) => (stderr += d));
     const until = Date.now() + 20_000;

@@ -1,11 +1,12 @@
 /**
  * Real nats-server processes for the uplink tests: a JetStream cluster of `size` nodes on 127.0.0.1,
  * random ports, a temp directory each, started and stopped by PID (never left running: `stop()` kills
- * what is left, and an exit hook of the test process does it too). The hub stream is created as
+ * what is left, an exit hook of the test process does it too, and a killed test process takes them with
+ * it: tied-spawn.ts). The hub stream is created as
  * docs/uplink.md tells users to: R3, file storage, subjects `<prefix>.>`, a dedup window.
  * Finds `nats-server` on PATH (the Debian package; .ci/run installs it), else the tests skip.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -13,6 +14,7 @@ import path from 'node:path';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { jetstreamManager, jetstream, type JetStreamManager } from '@nats-io/jetstream';
 import { afterAll, beforeAll } from 'vitest';
+import { spawnTied } from '../support/tied-spawn.js';
 
 export function natsServerPath(): string | undefined {
   for (const dir of (process.env.PATH ?? '').split(':').concat(['/usr/sbin', '/usr/bin'])) {
@@ -141,7 +143,7 @@ export class NatsCluster {
   }
 
   private startNode(n: Node): void {
-    const child = spawn(natsServerPath() as string, ['-c', n.conf], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawnTied(natsServerPath() as string, ['-c', n.conf], { stdio: ['ignore', 'ignore', 'pipe'] });
     child.stderr?.on('data', (d: Buffer) => (n.stderr = (n.stderr + d.toString()).slice(-STDERR_KEPT_CHARS)));
     living.add(child);
     child.once('exit', () => living.delete(child));
