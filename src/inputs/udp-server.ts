@@ -4,19 +4,35 @@
  * answered `ok\r\n` once queued, as RHILEX does. UDP has no acknowledgement nor flow control: a datagram
  * longer than maxDataLength or one that finds the queue full is refused and counted, never waited for
  * (the kernel drops what the socket buffer cannot hold, uncounted). Lossy by nature: docs/models.md.
+ *
+ * The datagrams of one turn of the event loop (libuv reads up to 32 a poll, each its own callback) go to
+ * the queue as one push, as the broker's messages do: one push, and one worker task, a datagram made a
+ * burst cost several times the HTTP path per record. A push that does not fit the queue is split in
+ * halves until its parts fit, so the datagrams the queue has room for are taken, first come first, and
+ * only the rest refused, as one at a time.
  */
 import dgram from 'node:dgram';
 import { isIPv6 } from 'node:net';
+import { InvalidArgumentError, StoreReadOnlyError, UnavailableError } from '../errors.js';
 import type { UdpServerConfig } from '../scripts/shared/types.js';
 import type { InputSink } from './deliver.js';
 import { errorText, InputStatus } from './input-status.js';
 import type { InputLog, RunningInput } from './running-input.js';
 
 const OK = Buffer.from('ok\r\n');
+/** A turn's batch is pushed at once when it holds this many datagrams (the broker's bound). */
+const BATCH_DATAGRAMS_MAX = 512;
+
+/** The datagrams of this turn waiting to be pushed, and where to answer each. */
+interface Batch {
+  payloads: string[];
+  senders: dgram.RemoteInfo[];
+}
 
 export class UdpServerInput implements RunningInput {
   readonly status = new InputStatus();
   private socket: dgram.Socket | undefined;
+  private batch: Batch | undefined;
 
   constructor(
     private readonly label: string,
@@ -53,25 +69,55 @@ export class UdpServerInput implements RunningInput {
       return;
     }
     const clientAddr = remote.family === 'IPv6' ? `[${remote.address}]:${remote.port}` : `${remote.address}:${remote.port}`;
-    const payload = JSON.stringify({ clientAddr, data: data.toString('hex') });
-    let stored: Promise<unknown>;
+    let batch = this.batch;
+    if (batch === undefined) {
+      const started: Batch = { payloads: [], senders: [] };
+      this.batch = batch = started;
+      // After the poll phase: every datagram libuv read this turn is in.
+      setImmediate(() => this.flush(started));
+    }
+    batch.payloads.push(JSON.stringify({ clientAddr, data: data.toString('hex') }));
+    batch.senders.push(remote);
+    if (batch.payloads.length >= BATCH_DATAGRAMS_MAX) this.flush(batch);
+  }
+
+  /** Pushes the batch (once; later calls do nothing). */
+  private flush(batch: Batch): void {
+    if (this.batch !== batch) return;
+    this.batch = undefined;
+    if (this.socket === undefined) return;
+    this.push(batch.payloads, batch.senders);
+  }
+
+  /** Queues what fits, answers `ok` to each datagram queued, and counts the rest refused. */
+  private push(payloads: string[], senders: dgram.RemoteInfo[]): void {
+    let stored: Promise<{ accepted: number }>;
     try {
-      stored = this.sink([payload], { waitDurable: false });
-    } catch {
+      stored = this.sink(payloads, { waitDurable: false });
+    } catch (err) {
+      const tooMany = err instanceof InvalidArgumentError || (err instanceof UnavailableError && !(err instanceof StoreReadOnlyError));
+      if (tooMany && payloads.length > 1) {
+        const half = Math.ceil(payloads.length / 2);
+        this.push(payloads.slice(0, half), senders.slice(0, half));
+        this.push(payloads.slice(half), senders.slice(half));
+        return;
+      }
       // Queue full or the store read-only: a datagram cannot wait.
-      this.status.refused++;
+      this.status.refused += payloads.length;
       return;
     }
-    this.socket?.send(OK, remote.port, remote.address, () => undefined);
+    for (const remote of senders) this.socket?.send(OK, remote.port, remote.address, () => undefined);
     stored.then(
       (result) => {
-        if ((result as { accepted: number }).accepted === 1) this.status.stored++;
+        this.status.stored += result.accepted;
       },
       () => undefined,
     );
   }
 
   async stop(): Promise<void> {
+    // Datagrams read this turn and not pushed yet are pushed now, as they would have been a moment later.
+    if (this.batch !== undefined) this.flush(this.batch);
     const socket = this.socket;
     this.socket = undefined;
     this.status.set('stopped');
