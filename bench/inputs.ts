@@ -74,7 +74,7 @@ function actionsFor(type: string, sample: string, model: string): string {
     HTTP: '',
     GENERIC_MQTT: '',
     GENERIC_MQTT_SERVER: 'local ev = json:J2T(args); if ev.action ~= "publish" then return true, args end;',
-    UDP_SERVER: 'local text = json:J2T(args).data:gsub("..", function(h) return string.char(tonumber(h, 16)) end);',
+    UDP_SERVER: 'local text = string.char(table.unpack(hex:Hexs2Bytes(json:J2T(args).data)));',
   };
   const decode: Record<string, string> = {
     HTTP: 'json:J2T(args)',

@@ -404,7 +404,7 @@ describe('the three input types, created through the UI', () => {
     await page.getByRole('link', { name: 'Write a rule for this input' }).click();
     const actions = page.locator('#code-actions');
     await actions.waitFor();
-    expect(await actions.inputValue()).toContain('string.char(tonumber(h, 16))');
+    expect(await actions.inputValue()).toContain('hex:Hexs2Bytes(body.data)');
     const example = JSON.parse(await page.getByLabel('Payload (the push body)').inputValue()) as { clientAddr: string; data: string };
     expect(JSON.parse(Buffer.from(example.data, 'hex').toString('utf8'))).toEqual([{ tag: 'temperature', value: expect.any(Number) }]);
     await page.getByRole('button', { name: 'Run with this payload' }).click();

@@ -58,8 +58,8 @@ export function ruleFor(type: 'GENERIC_MQTT' | 'GENERIC_MQTT_SERVER' | 'UDP_SERV
     GENERIC_MQTT: `local body = json:J2T(args); local dataT, err = json:base64J2T(body.payload); if err ~= nil then Throw(err); return true, args; end;`,
     // RHILEX's broker: connect/disconnect events carry no payload; the payload is the message's text.
     GENERIC_MQTT_SERVER: `local body = json:J2T(args); if body.action ~= "publish" then return true, args; end; local dataT, err = json:J2T(body.payload); if err ~= nil then Throw(err); return true, args; end;`,
-    // RHILEX's UDP input: data is the datagram in hex.
-    UDP_SERVER: `local body = json:J2T(args); local text = body.data:gsub("..", function(h) return string.char(tonumber(h, 16)) end); local dataT, err = json:J2T(text); if err ~= nil then Throw(err); return true, args; end;`,
+    // RHILEX's UDP input: data is the datagram in hex, decoded with RHILEX's hex library.
+    UDP_SERVER: `local body = json:J2T(args); local bytes = hex:Hexs2Bytes(body.data); local dataT, err = json:J2T(string.char(table.unpack(bytes))); if err ~= nil then Throw(err); return true, args; end;`,
   }[type];
   return `Actions = {\n    function(args)\n        ${decode}${SAVE(model)}\n    end\n}\n`;
 }

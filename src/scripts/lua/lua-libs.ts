@@ -67,7 +67,9 @@ export function hostFunctions(host: LibHost, timeoutMessage: string): Record<str
 export const PRELUDE_LUA = String.raw`
 local host = __host
 local j2t, base64_j2t, save_fast, update_fast, time_up = __j2t, __base64_j2t, __save, __update, __time_up
+local hex_decode, hex_encode = __hex_decode, __hex_encode
 __host, __j2t, __base64_j2t, __save, __update, __time_up = nil, nil, nil, nil, nil, nil
+__hex_decode, __hex_encode = nil, nil
 local TIMEOUT = host.timeoutMessage
 local save, update_last, debug_log = host.save, host.updateLast, host.debug
 local h_time, h_time_ms, h_ts_unix, h_ts_unix_nano = host.time, host.timeMs, host.tsUnix, host.tsUnixNano
@@ -245,6 +247,22 @@ local function table_to_json(v)
   return concat(out)
 end
 
+-- RHILEX's hex:Hexs2Bytes gives a table of byte values: string.byte makes them from the decoded string,
+-- a slice at a time (it puts every value on the Lua stack).
+local byte, move = string.byte, table.move
+local HEX_SLICE_BYTES = 4096
+local function hexs_to_bytes(_, s)
+  local bytes, err = hex_decode(s)
+  if bytes == nil then return nil, err end
+  local t, n = {}, #bytes
+  for i = 1, n, HEX_SLICE_BYTES do
+    local last = i + HEX_SLICE_BYTES - 1
+    if last > n then last = n end
+    move({ byte(bytes, i, last) }, 1, last - i + 1, i, t)
+  end
+  return t, nil
+end
+
 local libs = {
   string = string_lib, table = table, math = math, coroutine = coroutine_lib,
   json = {
@@ -260,6 +278,10 @@ local libs = {
       return base64_j2t(tostring(s))
     end,
     T2J = function(_, v) return table_to_json(v) end,
+  },
+  hex = {
+    Hexs2Bytes = hexs_to_bytes,
+    Bytes2Hexs = function(_, s) return hex_encode(s), nil end,
   },
   time = {
     Time = function() return h_time() end,

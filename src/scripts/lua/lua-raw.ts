@@ -196,6 +196,13 @@ export class WasmStrings {
     this.raw.lua_pushlstring(L, this.pointer, length);
   }
 
+  /** Pushes `bytes` as a Lua string of exactly their length. */
+  pushBytes(L: number, bytes: Uint8Array): void {
+    this.reserve(bytes.length + 1);
+    this.lua.module.HEAPU8.set(bytes, this.pointer);
+    this.raw.lua_pushlstring(L, this.pointer, bytes.length);
+  }
+
   /** Pushes `text` as wasmoon's lua_pushstring does: a C string, so it ends at the first NUL. */
   pushC(L: number, text: string): void {
     const nul = text.indexOf('\0');

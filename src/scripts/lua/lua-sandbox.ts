@@ -16,6 +16,7 @@
  * (ceifa/wasmoon#109, fixed only on git main), and the raw calls are also the cheapest way in.
  */
 import { LuaFactory, LUA_REGISTRYINDEX, LuaLibraries, type LuaEngine, type LuaWasm } from 'wasmoon';
+import { hexCFunctions } from './hex-lib.js';
 import { LuaBridge } from './lua-bridge.js';
 import { hostFunctions, INVOKE_ERROR, INVOKE_TIMEOUT, PRELUDE_LUA, type LibHost } from './lua-libs.js';
 import { cappedAllocator, type LuaAllocator } from './wasm-allocator.js';
@@ -154,7 +155,10 @@ export class LuaSandbox {
       raw.lua_pushboolean(L, clock.timeUp() ? 1 : 0);
       return 1;
     }, 'ii');
+    const hex = hexCFunctions(lua, raw, strings);
     for (const [name, pointer] of [
+      ['__hex_decode', hex.decode],
+      ['__hex_encode', hex.encode],
       ['__j2t', bridge.j2tPointer],
       ['__base64_j2t', bridge.base64J2tPointer],
       ['__save', bridge.savePointer],

@@ -35,8 +35,8 @@ ${fail}`;
     -- {"clientAddr":"10.0.0.7:50123","data":"<hex of the datagram>"}
     -- whose datagram is [{"tag":"temperature","value":21.5}, ...]
     local body, err = json:J2T(args);
-${fail}    local text = body.data:gsub("..", function(h) return string.char(tonumber(h, 16)) end);
-    local dataT, err = json:J2T(text);
+${fail}    local bytes, err = hex:Hexs2Bytes(body.data);
+${fail}    local dataT, err = json:J2T(string.char(table.unpack(bytes)));
 ${fail}`;
   }
   return `    -- args: the payload pushed to the input, a JSON text such as

@@ -141,7 +141,7 @@ export const ARGS_HELP = {
   },
   UDP_SERVER: {
     shape: '{"clientAddr":"10.0.0.7:50123","data":"<hex of the datagram>"}',
-    note: 'One datagram (RHILEX\'s shape: its sender and its bytes in hex). local body = json:J2T(args); body.data:gsub("..", function(h) return string.char(tonumber(h, 16)) end) gives the datagram\'s text back.',
+    note: 'One datagram (RHILEX\'s shape: its sender and its bytes in hex). local body = json:J2T(args); string.char(table.unpack(hex:Hexs2Bytes(body.data))) gives the datagram\'s bytes back as a string.',
   },
 };
 
