@@ -18,6 +18,7 @@ import {
 export const ATTRIBUTE_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 /** The store's own record keys. Compared case-insensitively, like every attribute name. */
 export const RESERVED_NAMES = ['id', 'create_at'] as const;
+const PROTOTYPE_KEY = '__proto__';
 export const MODEL_NAME_MAX = 128;
 const DESCRIPTION_MAX = 1024;
 const LABEL_MAX = 256;
@@ -98,6 +99,9 @@ export function parseAttributeName(value: unknown): string {
   if ((RESERVED_NAMES as readonly string[]).includes(value.toLowerCase())) {
     throw new InvalidArgumentError(`attribute name "${value}" is reserved: ${RESERVED_NAMES.join(' and ')} are set by the store`);
   }
+  // A record is a JavaScript object on its way to the log: assigning this key sets the object's prototype
+  // instead, and the value was lost without a word.
+  if (value === PROTOTYPE_KEY) throw new InvalidArgumentError(`attribute name "${PROTOTYPE_KEY}" is not allowed: it names a JavaScript object's prototype`);
   return value;
 }
 

@@ -98,6 +98,7 @@ describe('attributes', () => {
     [{ name: 'a'.repeat(65) }, /^attribute name must match/],
     [{ name: 'id' }, 'attribute name "id" is reserved: id and create_at are set by the store'],
     [{ name: 'Create_At' }, 'attribute name "Create_At" is reserved: id and create_at are set by the store'],
+    [{ name: '__proto__' }, 'attribute name "__proto__" is not allowed: it names a JavaScript object\'s prototype'],
     [{ type: 'INT' }, 'type must be one of INTEGER, FLOAT, BOOL, STRING or GEO, got "INT"'],
     [{ type: undefined }, 'type must be one of INTEGER, FLOAT, BOOL, STRING or GEO, got nothing'],
     [{ rw: 'X' }, 'rw must be one of R, W or RW, got "X"'],

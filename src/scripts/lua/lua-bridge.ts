@@ -40,6 +40,12 @@ const LAZY_KEYS_MAX = 64;
 const LAZY_TEXT_MAX = 16 * 1024;
 /** Parsed objects of the running invocation's lazy tables, by the address of their JSON text (a miss parses the text again). */
 const PARSED_CACHE_MAX = 256;
+/**
+ * Reads of the newest lazy table answered from its parsed object without filling it: the envelopes of the
+ * network inputs are read for one or two fields (`body.payload`, `ev.action` and `ev.payload`). The next
+ * read fills it, so a rule reading every field pays two calls more than before, not one per field.
+ */
+const LAZY_READS_MAX = 2;
 const INT64_LIMIT = 2 ** 63;
 
 /** Text that goes into Lua and comes back unchanged (pushC ends a string at NUL; lone surrogates are re-encoded). */
@@ -80,6 +86,16 @@ function lazyKeys(value: unknown, textLength: number, plain: boolean): number {
 
 const utf8Decoder = new TextDecoder();
 
+/**
+ * record[key] = value, also for the key `__proto__`, which an assignment would take as the object's
+ * prototype: it stays a key, as JSON.parse makes it (a lazy table's record), and the record check refuses
+ * it as an attribute no model has.
+ */
+export function setField(record: Record<string, unknown>, key: string, value: unknown): void {
+  if (key === '__proto__') Object.defineProperty(record, key, { value, enumerable: true, writable: true, configurable: true });
+  else record[key] = value;
+}
+
 /** JSON `null` has no Lua value (RHILEX drops the key). */
 function dropNulls(_key: string, value: unknown): unknown {
   return value === null ? undefined : value;
@@ -104,6 +120,7 @@ export class LuaBridge {
   readonly savePointer: number;
   readonly updatePointer: number;
   readonly lazyFillPointer: number;
+  readonly lazyGetPointer: number;
   private readonly cachedStrings = new Map<string, bigint>();
   /** Registry references of the LAZY metatable and of the weak-keyed table of lazy table -> JSON text. */
   private lazyMetaRef = 0n;
@@ -118,6 +135,15 @@ export class LuaBridge {
   private newestLazyText = 0;
   private newestLazyLength = 0;
   private newestLazyValue: Record<string, unknown> | undefined;
+  private newestLazyReads = 0;
+  /**
+   * The last long string a lazy read pushed, held in a registry slot so its address stays its own: J2T of
+   * it (`json:J2T(ev.payload)`) takes the JS text instead of decoding the bytes again.
+   */
+  private keptStringRef = 0n;
+  private keptStringPointer = 0;
+  private keptStringLength = 0;
+  private keptStringText = '';
 
   constructor(
     private readonly lua: LuaWasm,
@@ -144,6 +170,7 @@ export class LuaBridge {
       if (raw.lua_type(L, 1) === LUA_TTABLE && this.isLazy(L, 1)) this.fill(L, 1);
       return 0;
     });
+    this.lazyGetPointer = cfunction((L) => this.lazyGet(L));
   }
 
   /** Creates the LAZY metatable (left on the stack for the prelude to fill in) and the weak table of sources. */
@@ -156,6 +183,8 @@ export class LuaBridge {
     raw.lua_rawset(L, -3);
     raw.lua_setmetatable(L, -2);
     this.lazySourcesRef = BigInt(raw.luaL_ref(L, LUA_REGISTRYINDEX));
+    raw.lua_pushboolean(L, 0);
+    this.keptStringRef = BigInt(raw.luaL_ref(L, LUA_REGISTRYINDEX));
     raw.lua_createtable(L, 0, 4);
     raw.lua_pushvalue(L, -1);
     this.lazyMetaRef = BigInt(raw.luaL_ref(L, LUA_REGISTRYINDEX));
@@ -181,6 +210,7 @@ export class LuaBridge {
     this.payloadPointer = 0;
     this.payloadText = '';
     this.newestLazyValue = undefined;
+    this.newestLazyReads = 0;
     // Held past its invocation, every parsed object would outlive a young-generation collection and be
     // promoted; a table kept for a later invocation (rare) has its text parsed again. Map.clear
     // allocates a fresh table even when empty: only when there is something to drop.
@@ -192,10 +222,10 @@ export class LuaBridge {
     const { raw } = this;
     const pointer = raw.lua_tolstring(L, 1, this.strings.cell);
     const length = this.lua.module.HEAPU32[this.strings.cell >> 2];
-    const text =
-      pointer !== 0 && pointer === this.payloadPointer && length === this.payloadLength
-        ? this.payloadText
-        : readCString(this.lua.module.HEAPU8, pointer, length);
+    let text: string;
+    if (pointer !== 0 && pointer === this.payloadPointer && length === this.payloadLength) text = this.payloadText;
+    else if (pointer !== 0 && pointer === this.keptStringPointer && length === this.keptStringLength) text = this.keptStringText;
+    else text = readCString(this.lua.module.HEAPU8, pointer, length);
     return this.parseAndPush(L, text, pointer, length);
   }
 
@@ -248,10 +278,59 @@ export class LuaBridge {
       this.parsed.set(this.newestLazyText, { length: this.newestLazyLength, value: this.newestLazyValue });
     }
     this.newestLazyTable = raw.lua_topointer(L, -1);
+    this.newestLazyReads = 0;
     this.newestLazyText = pointer;
     this.newestLazyLength = length;
     this.newestLazyValue = value as Record<string, unknown>;
     return 1;
+  }
+
+  /**
+   * `t[k]` of a lazy table (its __index): for the first LAZY_READS_MAX reads of the newest one, the value
+   * filling would have stored, pushed from the parsed object; otherwise, or for a key that is not plain
+   * ASCII (its text would not survive the decoding exactly), the table is filled and read.
+   */
+  private lazyGet(L: number): number {
+    const { raw } = this;
+    const value = this.newestLazyValue;
+    if (value !== undefined && raw.lua_topointer(L, 1) === this.newestLazyTable && ++this.newestLazyReads <= LAZY_READS_MAX) {
+      // J2T's flat objects have string keys only.
+      if (raw.lua_type(L, 2) !== LUA_TSTRING) {
+        raw.lua_pushnil(L);
+        return 1;
+      }
+      const key = this.asciiKey(L, 2);
+      if (key !== undefined) {
+        const item = Object.hasOwn(value, key) ? value[key] : undefined;
+        if (typeof item === 'string' && item.length > CACHED_STRING_LENGTH_MAX) this.pushKept(L, item);
+        else this.push(L, item);
+        return 1;
+      }
+    }
+    this.fill(L, 1);
+    raw.lua_pushvalue(L, 2);
+    raw.lua_rawget(L, 1);
+    return 1;
+  }
+
+  /** The string at `index` when its bytes are ASCII without NUL, otherwise undefined. */
+  private asciiKey(L: number, index: number): string | undefined {
+    const pointer = this.raw.lua_tolstring(L, index, this.strings.cell);
+    const heap = this.lua.module.HEAPU8;
+    const length = this.lua.module.HEAPU32[this.strings.cell >> 2];
+    for (let i = pointer; i < pointer + length; i++) if (heap[i] === 0 || heap[i] >= 0x80) return undefined;
+    return readCString(heap, pointer, length);
+  }
+
+  /** Pushes a long string as pushString does, and keeps it (see keptStringRef). */
+  private pushKept(L: number, text: string): void {
+    const { raw } = this;
+    this.strings.pushC(L, text);
+    raw.lua_pushvalue(L, -1);
+    raw.lua_rawseti(L, LUA_REGISTRYINDEX, this.keptStringRef);
+    this.keptStringPointer = raw.lua_tolstring(L, -1, this.strings.cell);
+    this.keptStringLength = this.lua.module.HEAPU32[this.strings.cell >> 2];
+    this.keptStringText = text;
   }
 
   private isLazy(L: number, index: number): boolean {
@@ -415,7 +494,7 @@ export class LuaBridge {
           raw.lua_pushboolean(L, 1);
           return 1;
       }
-      input[strings.read(L, -2)] = value;
+      setField(input, strings.read(L, -2), value);
       raw.lua_settop(L, -2);
     }
     const error = this.host.store(kind, strings.read(L, 1), input);

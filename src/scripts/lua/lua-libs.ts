@@ -1,12 +1,14 @@
 /**
- * The libraries a rule sees (RHILEX's `json`, `time`, `rds`, `Throw`, `Debug`) and the Lua side of
+ * The libraries a rule sees (RHILEX's `json`, `hex`, `time`, `rds`, `Throw`, `Debug`) and the Lua side of
  * the sandbox: the whitelisted globals, one environment per rule, the action-chain driver.
  *
  * Everything that can be written in Lua is, because every Lua -> JS crossing through wasmoon's
  * generic bridge costs microseconds; the chain driver runs inside Lua, so JS enters Lua once per
- * (payload, rule). `json:J2T` and `rds:*` are raw C functions (lua-bridge.ts, one crossing each);
- * the functions here are the generic path for the rest, and for records the fast path declines.
+ * (payload, rule). `json:J2T` and `rds:*` are raw C functions (lua-bridge.ts, one crossing each), so is
+ * the byte work of `hex:*` (hex-lib.ts); the functions here are the generic path for the rest, and for
+ * records the fast path declines.
  */
+import { setField } from './lua-bridge.js';
 
 /** Status codes `__invoke` returns to JS. */
 export const INVOKE_OK = 0;
@@ -38,7 +40,7 @@ function utcTime(d: Date): string {
 /** `(k1, v1, k2, v2, …)` of the generic `rds` path as the record object the fast path builds. */
 function pairsToRecord(keyValues: unknown[]): Record<string, unknown> {
   const record: Record<string, unknown> = {};
-  for (let i = 0; i < keyValues.length; i += 2) record[String(keyValues[i])] = keyValues[i + 1];
+  for (let i = 0; i < keyValues.length; i += 2) setField(record, String(keyValues[i]), keyValues[i + 1]);
   return record;
 }
 
@@ -77,14 +79,16 @@ local rawload, rawpcall, rawxpcall, rawerror = load, pcall, xpcall, error
 local next, type, tostring, select, unpack, sub, concat = next, type, tostring, select, table.unpack, string.sub, table.concat
 local rawsetmetatable, rawgetmetatable, rawget, rawset, rawlen, rawnext = setmetatable, getmetatable, rawget, rawset, rawlen, next
 
--- A flat JSON object from J2T starts empty, with this metatable (lua-bridge.ts): the first look into it
--- fills it (lazy_fill, which also drops the metatable) exactly as J2T would have built it, so the table a
--- script sees is the same; rds:Save of one nothing looked into stores J2T's parsed object directly. The
--- functions that bypass metamethods (next, raw*, get/setmetatable) fill it first, so the metatable is
--- never seen. Errors the VM raises for the assignment keep their text and the script's line.
-local LAZY, lazy_fill = __lazy_mt, __lazy_fill
-__lazy_mt, __lazy_fill = nil, nil
-LAZY.__index = function(t, k) lazy_fill(t) return rawget(t, k) end
+-- A flat JSON object from J2T starts empty, with this metatable (lua-bridge.ts). Its first two reads are
+-- answered from the parsed object (lazy_get: a network input's envelope is read for one or two fields);
+-- anything else that looks into it fills it (lazy_fill, which also drops the metatable) exactly as J2T
+-- would have built it, so the table a script sees is the same; rds:Save of one nothing changed stores
+-- J2T's parsed object directly. The functions that bypass metamethods (next, raw*, get/setmetatable) fill
+-- it first, so the metatable is never seen. Errors the VM raises for the assignment keep their text and
+-- the script's line.
+local LAZY, lazy_fill, lazy_get = __lazy_mt, __lazy_fill, __lazy_get
+__lazy_mt, __lazy_fill, __lazy_get = nil, nil, nil
+LAZY.__index = lazy_get
 LAZY.__newindex = function(t, k, v)
   lazy_fill(t)
   if k == nil then rawerror('table index is nil', 2) end

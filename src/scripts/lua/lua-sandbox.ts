@@ -165,6 +165,7 @@ export class LuaSandbox {
       ['__update', bridge.updatePointer],
       ['__time_up', timeUpPointer],
       ['__lazy_fill', bridge.lazyFillPointer],
+      ['__lazy_get', bridge.lazyGetPointer],
     ] as const) {
       raw.lua_pushcclosure(state, pointer, 0);
       lua.lua_setglobal(state, name);
