@@ -18,7 +18,7 @@ import { MqttBrokerInput } from '../../src/inputs/mqtt-broker.js';
 import type { InputSink } from '../../src/inputs/deliver.js';
 import type { PushResult } from '../../src/scripts/shared/types.js';
 import { startService, type TestService } from '../support/service.js';
-import { createInput, createModel, createRule, freePort, reading, ruleFor, storedTemps } from './support.js';
+import { freePort, httpStandIn, reading, storedTemps } from './support.js';
 
 const CLIENTS = 10;
 const PER_CLIENT = 20;
@@ -27,17 +27,13 @@ const BAD = { client: 3, index: 7 };
 
 let svc: TestService;
 let model: string;
-let pushUrl: string;
-let pushToken: string;
+let standIn: Awaited<ReturnType<typeof httpStandIn>>;
 
 beforeAll(async () => {
   svc = await startService();
-  model = await createModel(svc.base, 'batched');
   // An HTTP input with the broker input's rule: it takes the broker's events as NDJSON lines.
-  const input = await createInput(svc.base, { name: 'batched', type: 'HTTP', config: {} });
-  await createRule(svc.base, input.uuid, ruleFor('GENERIC_MQTT_SERVER', model));
-  pushUrl = `${svc.base}/api/v1/inends/push?uuid=${input.uuid}`;
-  pushToken = input.token!;
+  standIn = await httpStandIn(svc.base, 'batched', 'GENERIC_MQTT_SERVER');
+  model = standIn.model;
 });
 
 afterAll(async () => {
@@ -78,10 +74,9 @@ describe('GENERIC_MQTT_SERVER batches', () => {
         push.seqs.push(seq === undefined ? -1 : Number(seq));
       }
       pushes.push(push);
-      const res = await fetch(pushUrl, { method: 'POST', headers: { Authorization: `Bearer ${pushToken}`, 'Content-Type': 'application/x-ndjson' }, body: payloads.join('\n') });
-      const answer = (await res.json()) as { msg: string; data: PushResult };
-      if (res.status === 503) throw new UnavailableError(answer.msg, 1);
-      if (res.status !== 200) throw new Error(`push: ${res.status} ${answer.msg}`);
+      const answer = await standIn.push(payloads);
+      if (answer.status === 503) throw new UnavailableError(answer.msg, 1);
+      if (answer.status !== 200) throw new Error(`push: ${answer.status} ${answer.msg}`);
       push.answered = true;
       return answer.data;
     };

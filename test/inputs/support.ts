@@ -11,6 +11,7 @@ import net from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'vitest';
+import type { PushResult } from '../../src/scripts/shared/types.js';
 import { call, query } from '../support/client.js';
 import { spawnTied } from '../support/tied-spawn.js';
 
@@ -70,6 +71,30 @@ export async function createInput(base: string, body: Record<string, unknown>): 
 
 export async function createRule(base: string, inend: string, actions: string): Promise<string> {
   return must(await call(base, '/api/v1/rules/create', { method: 'POST', body: { name: `rule-${inend.slice(-6)}`, description: '', fromSource: [inend], actions, success: '', failed: '' } }), 'rules/create').uuid;
+}
+
+/**
+ * A model, and an HTTP input with the rule of a network input `type` storing into it: a network input
+ * built in a test hands its pushes here (`push`: NDJSON lines, the engine's answer), so they meet the same
+ * rule, engine and store as that input's would.
+ */
+export async function httpStandIn(
+  base: string,
+  name: string,
+  type: 'GENERIC_MQTT_SERVER' | 'UDP_SERVER',
+): Promise<{ model: string; push(payloads: string[]): Promise<{ status: number; msg: string; data: PushResult }> }> {
+  const model = await createModel(base, name);
+  const input = await createInput(base, { name, type: 'HTTP', config: {} });
+  await createRule(base, input.uuid, ruleFor(type, model));
+  const headers = { Authorization: `Bearer ${input.token!}`, 'Content-Type': 'application/x-ndjson' };
+  return {
+    model,
+    async push(payloads) {
+      const res = await fetch(`${base}/api/v1/inends/push?uuid=${input.uuid}`, { method: 'POST', headers, body: payloads.join('\n') });
+      const answer = (await res.json()) as { msg: string; data: PushResult };
+      return { status: res.status, ...answer };
+    },
+  };
 }
 
 /** A message in the sample's Modbus shape; the stored `temp` is `seq`, `resistivity` the sender. */

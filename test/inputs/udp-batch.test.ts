@@ -11,25 +11,20 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UnavailableError } from '../../src/errors.js';
 import type { InputSink } from '../../src/inputs/deliver.js';
 import { UdpServerInput } from '../../src/inputs/udp-server.js';
-import type { PushResult } from '../../src/scripts/shared/types.js';
 import { startService, type TestService } from '../support/service.js';
-import { createInput, createModel, createRule, freePort, reading, ruleFor, storedTemps, waitFor } from './support.js';
+import { freePort, httpStandIn, reading, storedTemps, waitFor } from './support.js';
 
 const SENDERS = 3;
 const PER_SENDER = 30;
 
 let svc: TestService;
 let model: string;
-let pushUrl: string;
-let pushToken: string;
+let standIn: Awaited<ReturnType<typeof httpStandIn>>;
 
 beforeAll(async () => {
   svc = await startService();
-  model = await createModel(svc.base, 'udp_batched');
-  const input = await createInput(svc.base, { name: 'udp-batched', type: 'HTTP', config: {} });
-  await createRule(svc.base, input.uuid, ruleFor('UDP_SERVER', model));
-  pushUrl = `${svc.base}/api/v1/inends/push?uuid=${input.uuid}`;
-  pushToken = input.token!;
+  standIn = await httpStandIn(svc.base, 'udp_batched', 'UDP_SERVER');
+  model = standIn.model;
 });
 
 afterAll(async () => {
@@ -62,9 +57,8 @@ describe('UDP_SERVER batches', () => {
     const pushSizes: number[] = [];
     const sink: InputSink = async (payloads) => {
       pushSizes.push(payloads.length);
-      const res = await fetch(pushUrl, { method: 'POST', headers: { Authorization: `Bearer ${pushToken}`, 'Content-Type': 'application/x-ndjson' }, body: payloads.join('\n') });
-      const answer = (await res.json()) as { msg: string; data: PushResult };
-      if (res.status !== 200) throw new Error(`push: ${res.status} ${answer.msg}`);
+      const answer = await standIn.push(payloads);
+      if (answer.status !== 200) throw new Error(`push: ${answer.status} ${answer.msg}`);
       return answer.data;
     };
     const { input, port } = await startInput(sink);
