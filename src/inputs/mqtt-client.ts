@@ -3,12 +3,17 @@
  * reaches the rules as RHILEX sends it, `{"topic": "...", "payload": "<base64 of the message>"}`
  * (RHILEX's source/generic_mqtt_source.go marshals the payload bytes, which Go writes as base64).
  *
- * Nothing acknowledged is lost: mqtt.js sends a QoS 1 PUBACK only once `handleMessage` calls back, which
- * is once the message's records are stored (deliver.ts), and it handles the next packet only then: a
- * stalled rule or a full queue leaves the socket unread (flow control) instead of dropping. A persistent
- * session (clean: false, the configured fixed clientId, subscriptions made again on every connect) makes
- * the broker keep the messages published while the service is down and deliver them when it is back.
- * At least once: a message the broker sends again with DUP may be stored twice.
+ * Nothing acknowledged is lost: a QoS 1 PUBACK goes out only once the message's records are stored
+ * (deliver.ts). mqtt.js handles the next packet only once the PUBACK of the last is written, which made
+ * the input store one message per round trip through the rules (~500 a second). So the PUBACK mqtt.js
+ * writes is taken and held (AckHold), mqtt.js reads on, the messages of one turn of the event loop go to
+ * the queue as one push, as the broker's do, and the held PUBACKs go out in the order the messages came
+ * once their push is stored. The broker's in-flight window bounds what is held, and past
+ * UNACKED_MESSAGES_MAX or UNACKED_BYTES_MAX mqtt.js is not let read on: a stalled rule or a full queue
+ * leaves the socket unread (flow control) instead of dropping. A persistent session (clean: false, the
+ * configured fixed clientId, subscriptions made again on every connect) makes the broker keep the messages
+ * published while the service is down and deliver them when it is back. At least once: a message the
+ * broker sends again with DUP may be stored twice.
  *
  * QoS 2 is subscribed as QoS 1: mqtt.js answers PUBREC before it hands the message over, so a crash
  * between the two would lose a message the broker counts as delivered.
@@ -18,7 +23,8 @@
 import mqtt, { type IPublishPacket, type MqttClient } from 'mqtt';
 import type { MqttClientConfig } from '../scripts/shared/types.js';
 import { Backoff, StopSignal } from './backoff.js';
-import { deliver, type InputSink } from './deliver.js';
+import { AckHold } from './ack-hold.js';
+import { deliverAll, type InputSink } from './deliver.js';
 import { errorText, InputStatus } from './input-status.js';
 import type { InputLog, RunningInput } from './running-input.js';
 
@@ -26,6 +32,19 @@ const RECONNECT_FIRST_MS = 500;
 const RECONNECT_MAX_MS = 30_000;
 const CONNECT_TIMEOUT_MS = 10_000;
 const KEEPALIVE_S = 60;
+/** A turn's batch is pushed at once past these (the broker's bounds). */
+const BATCH_MESSAGES_MAX = 512;
+const BATCH_CHARS_MAX = 4 * 1024 * 1024;
+/** Messages taken and not yet acknowledged, at most, and their bytes: past either, mqtt.js waits. */
+const UNACKED_MESSAGES_MAX = 1024;
+const UNACKED_BYTES_MAX = 16 * 1024 * 1024;
+
+/** The messages of this turn waiting to be pushed, with the acknowledgement each waits for. */
+interface Batch {
+  payloads: string[];
+  holds: AckHold[];
+  chars: number;
+}
 
 export class MqttClientInput implements RunningInput {
   readonly status = new InputStatus();
@@ -33,6 +52,12 @@ export class MqttClientInput implements RunningInput {
   private readonly backoff = new Backoff(RECONNECT_FIRST_MS, RECONNECT_MAX_MS);
   private client: MqttClient | undefined;
   private reconnectScheduled = false;
+  private batch: Batch | undefined;
+  /** Held PUBACKs in the order their messages came; each goes out once it and all before it are settled. */
+  private holds: AckHold[] = [];
+  private unackedBytes = 0;
+  /** mqtt.js's handleMessage callbacks waiting for room under the unacknowledged bounds. */
+  private waiting: Array<() => void> = [];
 
   constructor(
     private readonly label: string,
@@ -77,7 +102,11 @@ export class MqttClientInput implements RunningInput {
       rejectUnauthorized: true,
     });
     this.client = client;
-    client.handleMessage = (packet, done) => this.received(packet, done);
+    this.holds = [];
+    this.unackedBytes = 0;
+    this.waiting = [];
+    AckHold.capturePubacks(client);
+    client.handleMessage = (packet, done) => this.received(client, packet, done);
     client.on('connect', (connack) => {
       this.backoff.reset();
       this.status.set('connected');
@@ -110,23 +139,78 @@ export class MqttClientInput implements RunningInput {
     });
   }
 
-  private received(packet: IPublishPacket, done: (err?: Error) => void): void {
+  private received(client: MqttClient, packet: IPublishPacket, done: (err?: Error) => void): void {
     this.status.messagesIn++;
     if (packet.dup) this.status.redelivered++;
     const payload = typeof packet.payload === 'string' ? Buffer.from(packet.payload) : packet.payload;
+    const hold = new AckHold(client, payload.length);
+    this.holds.push(hold);
+    this.unackedBytes += hold.bytes;
     if (payload.length > this.config.maxMessageBytes) {
       // Acknowledged and counted: the broker would send it again and again, and it never fits.
       this.status.refused++;
       this.log('warn', { input: this.label, topic: packet.topic, bytes: payload.length }, `MQTT input ${this.label}: a message of ${payload.length} bytes on ${packet.topic} is over maxMessageBytes ${this.config.maxMessageBytes}: not stored`);
-      done();
-      return;
+      hold.settle();
+    } else {
+      this.take(JSON.stringify({ topic: packet.topic, payload: payload.toString('base64') }), hold);
     }
-    const args = JSON.stringify({ topic: packet.topic, payload: payload.toString('base64') });
-    void deliver(this.sink, args, this.status, this.stopSignal).then((outcome) => {
-      // Stopped before stored: no PUBACK; the broker keeps the message for our session.
-      if (outcome === 'stopped') done(new Error('input stopped'));
-      else done();
+    // mqtt.js reads the next packet once this one's callback ran: at once while there is room.
+    const readOn = (): void => {
+      hold.take(done);
+      this.release();
+    };
+    if (this.hasRoom()) readOn();
+    else this.waiting.push(readOn);
+  }
+
+  /** Room to read on; always for the only message held, however large (it could never be let through otherwise). */
+  private hasRoom(): boolean {
+    return this.holds.length <= 1 || (this.holds.length <= UNACKED_MESSAGES_MAX && this.unackedBytes <= UNACKED_BYTES_MAX);
+  }
+
+  /** Adds a message to this turn's batch (pushed from setImmediate, or at once when full). */
+  private take(args: string, hold: AckHold): void {
+    let batch = this.batch;
+    if (batch !== undefined && (batch.payloads.length >= BATCH_MESSAGES_MAX || batch.chars + args.length > BATCH_CHARS_MAX)) {
+      this.flush(batch);
+      batch = undefined;
+    }
+    if (batch === undefined) {
+      const started: Batch = { payloads: [], holds: [], chars: 0 };
+      this.batch = batch = started;
+      setImmediate(() => this.flush(started));
+    }
+    batch.payloads.push(args);
+    batch.holds.push(hold);
+    batch.chars += args.length;
+  }
+
+  private flush(batch: Batch): void {
+    if (this.batch !== batch) return;
+    this.batch = undefined;
+    void deliverAll(this.sink, batch.payloads, this.status, this.stopSignal).then((outcome) => {
+      // Stopped before stored: no PUBACK; the broker keeps the messages for our session.
+      if (outcome === 'stopped') return;
+      for (const hold of batch.holds) hold.settle();
+      this.release();
     });
+  }
+
+  /**
+   * Sends the PUBACKs of the settled messages at the head of the line, in the order the messages came (as
+   * MQTT 3.1.1 asks), and lets mqtt.js read on once there is room.
+   */
+  private release(): void {
+    let sent = 0;
+    while (sent < this.holds.length && this.holds[sent].ready) {
+      const hold = this.holds[sent++];
+      this.unackedBytes -= hold.bytes;
+      // Only on its own connection: on a closed one the broker sends the message again (DUP).
+      if (hold.client === this.client) hold.send();
+    }
+    if (sent > 0) this.holds = this.holds.slice(sent);
+    // mqtt.js waits on one message at most: it reads nothing more until that one's callback ran.
+    if (this.waiting.length > 0 && this.hasRoom()) this.waiting.shift()!();
   }
 
   private scheduleReconnect(): void {

@@ -81,7 +81,7 @@ export async function createRule(base: string, inend: string, actions: string): 
 export async function httpStandIn(
   base: string,
   name: string,
-  type: 'GENERIC_MQTT_SERVER' | 'UDP_SERVER',
+  type: 'GENERIC_MQTT' | 'GENERIC_MQTT_SERVER' | 'UDP_SERVER',
 ): Promise<{ model: string; push(payloads: string[]): Promise<{ status: number; msg: string; data: PushResult }> }> {
   const model = await createModel(base, name);
   const input = await createInput(base, { name, type: 'HTTP', config: {} });
