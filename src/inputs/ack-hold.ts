@@ -4,11 +4,11 @@
  * next packet only once it is written. `capturePubacks` wraps the client's packet writer so that a PUBACK
  * written while a hold takes that callback is kept in the hold instead: mqtt.js reads on at once, and the
  * PUBACK goes out when the hold is sent. A QoS 0 message has no PUBACK; its hold only keeps its place.
- * The writer is mqtt.js's `_sendPacket` (5.x): without it no client is made, rather than one that would
- * acknowledge before storing.
- * Imports: mqtt's types only.
+ * The writer is mqtt.js's `_sendPacket` (5.x): without it no client is made (`canHold`), rather than one
+ * that would acknowledge before storing.
+ * Imports: mqtt only.
  */
-import type { MqttClient, Packet } from 'mqtt';
+import { MqttClient, type Packet } from 'mqtt';
 
 type SendPacket = (this: MqttClient, packet: Packet, cb?: (err?: Error) => void, ...rest: unknown[]) => void;
 
@@ -24,11 +24,15 @@ export class AckHold {
     readonly bytes: number,
   ) {}
 
-  /** Makes the PUBACKs `client` writes during a `take` go to that hold (once per client). */
+  /** Whether mqtt.js's clients have the packet writer capturePubacks wraps: ask before making one. */
+  static canHold(): boolean {
+    return typeof (MqttClient.prototype as unknown as { _sendPacket?: unknown })._sendPacket === 'function';
+  }
+
+  /** Makes the PUBACKs `client` writes during a `take` go to that hold (once per client; canHold first). */
   static capturePubacks(client: MqttClient): void {
-    const internals = client as unknown as { _sendPacket?: SendPacket };
+    const internals = client as unknown as { _sendPacket: SendPacket };
     const sendPacket = internals._sendPacket;
-    if (typeof sendPacket !== 'function') throw new Error('this mqtt.js has no _sendPacket: PUBACKs could not wait for their records');
     internals._sendPacket = function (this: MqttClient, packet, cb, ...rest) {
       const hold = AckHold.taking;
       if (hold === undefined || packet.cmd !== 'puback') {

@@ -86,6 +86,13 @@ export class MqttClientInput implements RunningInput {
    */
   private connect(): void {
     const { clientId, username, password } = this.config;
+    if (!AckHold.canHold()) {
+      // A client that cannot hold its PUBACKs would acknowledge messages before they are stored.
+      const why = 'this mqtt.js cannot hold PUBACKs until messages are stored (no _sendPacket): not connecting';
+      this.status.set('error', why);
+      this.log('error', { input: this.label, broker: this.url, err: why }, `MQTT input ${this.label}: ${why}`);
+      return;
+    }
     const client = mqtt.connect(this.url, {
       clientId,
       username: username === '' ? undefined : username,

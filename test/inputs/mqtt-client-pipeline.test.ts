@@ -6,7 +6,7 @@
  * answered its messages are not acknowledged: an input stopped then leaves all of them with mosquitto,
  * which hands every one to the next input of the same session (a PUBACK sent early would have lost them).
  */
-import mqtt from 'mqtt';
+import mqtt, { MqttClient } from 'mqtt';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { InputSink } from '../../src/inputs/deliver.js';
 import { MqttClientInput } from '../../src/inputs/mqtt-client.js';
@@ -94,6 +94,20 @@ describe('GENERIC_MQTT pipelined', () => {
       expect(next.status.view()).toMatchObject({ messagesIn: 50, redelivered: 50, stored: 50 });
     } finally {
       await next.stop();
+    }
+  });
+
+  it('does not connect, and says why, with an mqtt.js that has no packet writer to hold PUBACKs with', async () => {
+    const proto = MqttClient.prototype as unknown as { _sendPacket?: unknown };
+    const writer = proto._sendPacket;
+    delete proto._sendPacket;
+    const input = new MqttClientInput('no-writer (test)', config('edc-pipe-none', 'none/#'), forward, () => undefined);
+    try {
+      await input.start();
+      expect(input.status.view().connection).toMatchObject({ state: 'error', lastError: expect.stringMatching(/cannot hold PUBACKs/) });
+    } finally {
+      proto._sendPacket = writer;
+      await input.stop();
     }
   });
 });
