@@ -70,7 +70,8 @@ export function hexCFunctions(lua: LuaWasm, raw: RawLua, strings: WasmStrings): 
     return 1;
   }, 'ii');
   const encode = lua.module.addFunction((L: number) => {
-    strings.pushC(L, Buffer.from(argBytes(L)).toString('hex'));
+    // As bytes: a text push reserves three bytes a character.
+    strings.pushBytes(L, Buffer.from(Buffer.from(argBytes(L)).toString('hex'), 'latin1'));
     return 1;
   }, 'ii');
   return { decode, encode };
