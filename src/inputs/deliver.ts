@@ -1,6 +1,6 @@
 /**
- * Hands one message's payload (deliver), or the payloads of many (deliverAll), to the input's queue and
- * keeps at it until their records are stored: the acknowledgement of an MQTT message waits for this
+ * Hands the payloads of an input's messages to its queue (deliverAll) and keeps at it until their
+ * records are stored: the acknowledgement of an MQTT message waits for this
  * (contract 21), so nothing acknowledged is lost. A full queue (503) or a read-only store is retried
  * after a jittered wait instead of dropping the message: meanwhile the message stays unacknowledged and
  * the connection is not read (flow control).
@@ -17,19 +17,6 @@ export type InputSink = (payloads: string[], options: { waitDurable: boolean }) 
 const RETRY_FIRST_MS = 20;
 const RETRY_MAX_MS = 2000;
 
-/**
- * 'stored': the rules ran and their records are stored (durably under `sync = always`). 'failed': a rule
- * or the record check refused it: a retry would fail the same way, so it is acknowledged and counted in
- * the input's `failed`. 'stopped': the input stopped first: not acknowledged, the sender sends it again.
- */
-export type Delivery = 'stored' | 'failed' | 'stopped';
-
-export async function deliver(sink: InputSink, payload: string, status: InputStatus, stop: StopSignal): Promise<Delivery> {
-  const result = await deliverAll(sink, [payload], status, stop);
-  if (result === 'stopped') return 'stopped';
-  return result.accepted === 1 ? 'stored' : 'failed';
-}
-
 /** How many of a deliverAll's payloads were stored, and how many a rule or the record check refused. */
 export interface Delivered {
   accepted: number;
@@ -37,12 +24,13 @@ export interface Delivered {
 }
 
 /**
- * deliver() for many messages in one push (one ticket, one settle for all): resolves once every payload
- * is stored or failed, so each of their acknowledgements may go out then; 'stopped' when the input
- * stopped first (none acknowledged). A refused push (full queue, read-only store) is offered again whole,
- * as deliver() offers its one payload again: the payloads already kept are then stored a second time (at
- * least once). A push over the queue's size (`[scripts] queue_max` smaller than the batch) is split in
- * halves until it fits.
+ * Hands many messages to the queue in one push (one ticket, one settle for all): resolves once every
+ * payload is stored, or failed in a rule or the record check (a retry would fail the same way, so it may
+ * be acknowledged; the engine counts it `failed`), so each of their acknowledgements may go out then;
+ * 'stopped' when the input stopped first (none acknowledged, the sender sends them again). A refused push
+ * (full queue, read-only store, or any other error, shown as the input's last error) is offered again
+ * whole after a backoff: the payloads already kept are then stored a second time (at least once). A push
+ * over the queue's size (`[scripts] queue_max` smaller than the batch) is split in halves until it fits.
  */
 export async function deliverAll(sink: InputSink, payloads: string[], status: InputStatus, stop: StopSignal): Promise<Delivered | 'stopped'> {
   const backoff = new Backoff(RETRY_FIRST_MS, RETRY_MAX_MS);
@@ -52,8 +40,9 @@ export async function deliverAll(sink: InputSink, payloads: string[], status: In
       result = await sink(payloads, { waitDurable: false });
     } catch (err) {
       if (err instanceof InvalidArgumentError && payloads.length > 1) return split(sink, payloads, status, stop);
-      // Queue full, store read-only, service shutting down: wait and offer it again.
-      if (!(err instanceof UnavailableError)) return 'stopped';
+      // Queue full, store read-only, service shutting down: wait and offer it again. Anything else is
+      // not ours to drop either: shown as the input's last error, and offered again the same way.
+      if (!(err instanceof UnavailableError)) status.set(status.current, err);
       if (!(await stop.sleep(backoff.nextMs()))) return 'stopped';
       continue;
     }

@@ -85,7 +85,6 @@ export class MqttClientInput implements RunningInput {
    * A PUBACK of a closed connection is dropped instead; the broker sends the message again (DUP).
    */
   private connect(): void {
-    const { clientId, username, password } = this.config;
     if (!AckHold.canHold()) {
       // A client that cannot hold its PUBACKs would acknowledge messages before they are stored.
       const why = 'this mqtt.js cannot hold PUBACKs until messages are stored (no _sendPacket): not connecting';
@@ -93,7 +92,43 @@ export class MqttClientInput implements RunningInput {
       this.log('error', { input: this.label, broker: this.url, err: why }, `MQTT input ${this.label}: ${why}`);
       return;
     }
-    const client = mqtt.connect(this.url, {
+    let client: MqttClient;
+    try {
+      client = this.newClient();
+    } catch (err) {
+      // A config stored before its host was checked (mqtt.js throws on a host that makes no URL).
+      this.status.set('error', err);
+      this.log('error', { input: this.label, broker: this.url, err: errorText(err) }, `MQTT input ${this.label}: ${errorText(err)}`);
+      return;
+    }
+    this.client = client;
+    this.holds = [];
+    this.unackedBytes = 0;
+    this.waiting = [];
+    AckHold.capturePubacks(client);
+    client.handleMessage = (packet, done) => this.received(client, packet, done);
+    client.on('connect', (connack) => {
+      this.backoff.reset();
+      this.status.set('connected');
+      this.log('info', { input: this.label, broker: this.url, clientId: this.config.clientId, sessionPresent: connack.sessionPresent }, `MQTT input ${this.label} connected to ${this.url} as ${this.config.clientId}`);
+      this.subscribe(client);
+    });
+    client.on('error', (err) => {
+      this.status.set('error', err);
+      this.log('warn', { input: this.label, broker: this.url, err: errorText(err) }, `MQTT input ${this.label} to ${this.url}: ${errorText(err)}`);
+    });
+    client.on('close', () => {
+      if (this.client !== client) return;
+      this.client = undefined;
+      // Forced: whatever mqtt.js queued for this connection is dropped with it.
+      client.end(true);
+      this.scheduleReconnect();
+    });
+  }
+
+  private newClient(): MqttClient {
+    const { clientId, username, password } = this.config;
+    return mqtt.connect(this.url, {
       clientId,
       username: username === '' ? undefined : username,
       password: password === '' ? undefined : password,
@@ -107,29 +142,6 @@ export class MqttClientInput implements RunningInput {
       queueQoSZero: false,
       // mqtts: the broker's certificate must chain to Node's CA store (or NODE_EXTRA_CA_CERTS) and name the host.
       rejectUnauthorized: true,
-    });
-    this.client = client;
-    this.holds = [];
-    this.unackedBytes = 0;
-    this.waiting = [];
-    AckHold.capturePubacks(client);
-    client.handleMessage = (packet, done) => this.received(client, packet, done);
-    client.on('connect', (connack) => {
-      this.backoff.reset();
-      this.status.set('connected');
-      this.log('info', { input: this.label, broker: this.url, clientId, sessionPresent: connack.sessionPresent }, `MQTT input ${this.label} connected to ${this.url} as ${clientId}`);
-      this.subscribe(client);
-    });
-    client.on('error', (err) => {
-      this.status.set('error', err);
-      this.log('warn', { input: this.label, broker: this.url, err: errorText(err) }, `MQTT input ${this.label} to ${this.url}: ${errorText(err)}`);
-    });
-    client.on('close', () => {
-      if (this.client !== client) return;
-      this.client = undefined;
-      // Forced: whatever mqtt.js queued for this connection is dropped with it.
-      client.end(true);
-      this.scheduleReconnect();
     });
   }
 

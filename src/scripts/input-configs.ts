@@ -49,6 +49,18 @@ function text(c: Raw, key: string, maxChars: number, fallback: string | undefine
   return v;
 }
 
+/** A DNS name: dot-separated labels of letters, digits, `-` and `_` (Docker's and some plants' names), at most 63 each. */
+const HOST_NAME = /^(?=.{1,253}$)[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*\.?$/;
+
+/** A broker to connect to: a host name or an IPv4 or IPv6 address (anything else made no URL: mqtt.js threw). */
+function brokerHost(c: Raw): string {
+  const v = text(c, 'host', HOST_CHARS_MAX, undefined, true);
+  if (isIP(v) === 0 && !HOST_NAME.test(v)) {
+    throw new InvalidArgumentError(mustBe('config.host', 'a host name (letters, digits, - and _, dot-separated labels of at most 63) or an IPv4 or IPv6 address', v));
+  }
+  return v;
+}
+
 function ipAddress(c: Raw, fallback: string): string {
   const v = c.host ?? fallback;
   // RHILEX's UDP input refuses a host net.ParseIP does not read; a listener binds an address, not a name.
@@ -120,7 +132,7 @@ export function withoutSecrets(inend: Inend): Inend {
 export function parseMqttClientConfig(value: unknown, current?: Raw): MqttClientConfig {
   const c = object(value, '{host, port, clientId, username, password, qos, subTopics}');
   const d = MQTT_CLIENT_DEFAULTS;
-  const host = text(c, 'host', HOST_CHARS_MAX, undefined, true);
+  const host = brokerHost(c);
   // RHILEX's default id changes with each start (rhilex_mqtt_source_<second>), which would lose the persistent session: ours is drawn once and stored.
   const keptId = typeof current?.clientId === 'string' ? current.clientId : `edge_datacenter_${randomBytes(6).toString('hex')}`;
   const qos = c.qos ?? d.qos;

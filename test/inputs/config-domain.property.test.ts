@@ -27,6 +27,8 @@ const number = fc.oneof(
 );
 const text = fc.oneof(
   fc.constantFrom('', '127.0.0.1', '0.0.0.0', '::', '::1', 'localhost', '999.1.1.1', 'a\u0000b', 'plant/#', '#', '+/x', 'a/#/b', 'a+/b', 'x'.repeat(2000)),
+  // Hosts: names a broker may have, and texts that make no URL.
+  fc.constantFrom('plc-01.plant.local', 'my_broker', 'broker.', '[', ']', '[::1]', 'a:b', 'a b', 'a..b', '-x', 'x-', 'h%41', 'a@b', `${'a'.repeat(64)}.b`),
   fc.string({ maxLength: 40 }),
 );
 const value = fc.oneof(number, text, fc.boolean(), fc.constant(null), fc.array(text, { maxLength: 3 }), fc.constant({}), fc.array(fc.constant('t'), { minLength: 65, maxLength: 70 }));
@@ -70,6 +72,8 @@ function insideDomain(type: keyof typeof TYPES, config: Record<string, any>): vo
     expect(config.subTopics.length).toBeGreaterThan(0);
     expect(config.subTopics.length).toBeLessThanOrEqual(64);
     expect(typeof config.clientId === 'string' && config.clientId.length > 0).toBe(true);
+    // A host taken makes a broker URL (a text that made none was a 500 when the input started).
+    expect(() => new URL(`mqtt://${config.host.includes(':') ? `[${config.host}]` : config.host}:1883`)).not.toThrow();
   }
 }
 
@@ -103,6 +107,19 @@ describe('network input configs through inends/create and inends/update', () => 
       expect((await call(svc.base, '/api/v1/inends/list')).status).toBe(200);
     }, 300_000);
   }
+
+  it('GENERIC_MQTT: a host that makes no broker URL is a 400 naming config.host; names and addresses are taken', async () => {
+    for (const host of ['[', ']', '[::1]', 'a:b', 'a b', 'a..b', '-x', 'h%41', 'a@b', 'plant/#', `${'a'.repeat(64)}.b`]) {
+      const answer = await call(svc.base, '/api/v1/inends/create', { method: 'POST', body: { name: 'h', type: 'GENERIC_MQTT', config: { ...VALID.GENERIC_MQTT, host } } });
+      expect(answer.status, `${host}: ${answer.text}`).toBe(400);
+      expect(answer.body.msg).toMatch(/^config\.host must be a host name/);
+    }
+    for (const host of ['plc-01.plant.local', 'my_broker', 'broker.', 'localhost', '10.0.0.7', '::1', 'fe80::1']) {
+      const answer = await call(svc.base, '/api/v1/inends/create', { method: 'POST', body: { name: 'h', type: 'GENERIC_MQTT', config: { ...VALID.GENERIC_MQTT, host } } });
+      expect(answer.status, `${host}: ${answer.text}`).toBe(200);
+      expect((await call(svc.base, `/api/v1/inends/del?uuid=${answer.body.data.uuid}`, { method: 'DELETE' })).status).toBe(200);
+    }
+  });
 
   it('refuses RHILEX types it does not build with a 400 naming them', async () => {
     for (const type of ['TCP_SERVER', 'COAP_SERVER', 'GRPC_SERVER']) {
