@@ -20,6 +20,12 @@ import { errorText, InputStatus } from './input-status.js';
 import type { InputLog, RunningInput } from './running-input.js';
 
 const OK = Buffer.from('ok\r\n');
+/**
+ * The socket's receive buffer asked for: a burst of datagrams (devices reporting on the same tick) waits
+ * there while the event loop is busy. The kernel gives at most net.core.rmem_max (often 208 KiB, a few
+ * hundred small datagrams): docs/deploy.md says how to raise it.
+ */
+const RECEIVE_BUFFER_BYTES = 4 * 1024 * 1024;
 /** A turn's batch is pushed at once when it holds this many datagrams (the broker's bound). */
 const BATCH_DATAGRAMS_MAX = 512;
 
@@ -53,13 +59,24 @@ export class UdpServerInput implements RunningInput {
     return new Promise((resolve) => {
       socket.once('listening', () => {
         this.status.set('listening');
-        this.log('info', { input: this.label, listener: `udp://${host}:${port}` }, `UDP input ${this.label} listening on udp://${host}:${port}`);
+        const receiveBufferBytes = this.enlargeReceiveBuffer(socket);
+        this.log('info', { input: this.label, listener: `udp://${host}:${port}`, receiveBufferBytes }, `UDP input ${this.label} listening on udp://${host}:${port}`);
         resolve();
       });
       // A port already taken: the input shows the error, the service runs on.
       socket.once('error', () => resolve());
       socket.bind(port, host);
     });
+  }
+
+  /** Asks for RECEIVE_BUFFER_BYTES (the kernel caps it silently); returns what the socket has. */
+  private enlargeReceiveBuffer(socket: dgram.Socket): number {
+    try {
+      socket.setRecvBufferSize(RECEIVE_BUFFER_BYTES);
+    } catch (err) {
+      this.log('warn', { input: this.label, err: errorText(err) }, `UDP input ${this.label}: the receive buffer stays as it was: ${errorText(err)}`);
+    }
+    return socket.getRecvBufferSize();
   }
 
   private received(data: Buffer, remote: dgram.RemoteInfo): void {
