@@ -25,6 +25,7 @@ import { Aedes, type Client, type PublishPacket } from 'aedes';
 import type { InputTlsFiles, MqttServerConfig } from '../scripts/shared/types.js';
 import { StopSignal } from './backoff.js';
 import { deliverAll, type InputSink } from './deliver.js';
+import { TurnBatches } from './turn-batch.js';
 import { errorText, InputStatus } from './input-status.js';
 import type { InputLog, RunningInput } from './running-input.js';
 
@@ -32,16 +33,8 @@ import type { InputLog, RunningInput } from './running-input.js';
 const CONNECT_TIMEOUT_MS = 10_000;
 /** CONNACK return code 4 (MQTT 3.1.1) / 0x86 (5.0): bad user name or password. */
 const BAD_USERNAME_OR_PASSWORD = 4;
-/** A batch's bounds (messages, characters of events): a full batch is pushed at once and the next one started. */
-const BATCH_MESSAGES_MAX = 512;
-const BATCH_CHARS_MAX = 4 * 1024 * 1024;
-
-/** The messages of a turn of the event loop waiting to be pushed, with their acknowledgements. */
-interface Batch {
-  events: string[];
-  dones: Array<(err?: Error | null) => void>;
-  chars: number;
-}
+/** What a message of a batch waits for: its acknowledgement (aedes' PUBACK, PUBREC). */
+type Done = (err?: Error | null) => void;
 
 type PublishFn = (packet: PublishPacket, client: Client | null | ((err?: Error | null) => void), done?: (err?: Error | null) => void) => void;
 
@@ -101,7 +94,8 @@ export class MqttBrokerInput implements RunningInput {
   private readonly usernames = new WeakMap<Client, string>();
   /** Per client, its publish event's JSON up to the `ts` value (the part that does not change). */
   private readonly publishPrefixes = new WeakMap<Client, string>();
-  private batch: Batch | undefined;
+  /** The messages of this turn, pushed together; each acknowledged once the push is stored. */
+  private readonly batches = new TurnBatches<Done>((events, dones) => this.push(events, dones));
   private broker: Aedes | undefined;
   private server: net.Server | undefined;
 
@@ -193,7 +187,7 @@ export class MqttBrokerInput implements RunningInput {
     }
     // Retained messages would be kept by the broker for subscribers it refuses anyway.
     packet.retain = false;
-    this.take(this.publishEvent(client, packet.topic, payload), done);
+    this.batches.add(this.publishEvent(client, packet.topic, payload), done);
   }
 
   /** The publish event, its head built once per client (not an object and a JSON.stringify per message). */
@@ -209,33 +203,13 @@ export class MqttBrokerInput implements RunningInput {
     return `${event}}`;
   }
 
-  /** Adds a message to this turn's batch; its `done` (the PUBACK) is called once the batch is stored. */
-  private take(event: string, done: (err?: Error | null) => void): void {
-    let batch = this.batch;
-    if (batch !== undefined && (batch.events.length >= BATCH_MESSAGES_MAX || batch.chars + event.length > BATCH_CHARS_MAX)) {
-      this.flush(batch);
-      batch = undefined;
-    }
-    if (batch === undefined) {
-      const started: Batch = { events: [], dones: [], chars: 0 };
-      this.batch = batch = started;
-      // After the poll phase: the packets of every socket read of this turn are in.
-      setImmediate(() => this.flush(started));
-    }
-    batch.events.push(event);
-    batch.dones.push(done);
-    batch.chars += event.length;
-  }
-
-  /** Pushes the batch (once; later calls do nothing) and acknowledges its messages once all are stored. */
-  private flush(batch: Batch): void {
-    if (this.batch !== batch) return;
-    this.batch = undefined;
-    void deliverAll(this.sink, batch.events, this.status, this.stopSignal).then((outcome) => {
+  /** Pushes a batch and acknowledges its messages once all are stored. */
+  private push(events: string[], dones: Done[]): void {
+    void deliverAll(this.sink, events, this.status, this.stopSignal).then((outcome) => {
       // Stopped: no acknowledgement; the clients send the messages again to the next broker they reach.
       // Otherwise each was stored, or failed in a rule (a retry would fail the same way): acknowledged.
       const err = outcome === 'stopped' ? new Error('input stopped') : null;
-      for (const done of batch.dones) done(err);
+      for (const done of dones) done(err);
     });
   }
 
@@ -243,7 +217,7 @@ export class MqttBrokerInput implements RunningInput {
   private event(action: 'connect' | 'disconnect', client: Client): void {
     if (this.stopSignal.isStopped) return;
     // After the messages taken before it (a disconnect after the client's last messages).
-    if (this.batch !== undefined) this.flush(this.batch);
+    this.batches.flush();
     try {
       void this.sink([`${eventHead(action, client, this.usernames.get(client) ?? '')}${Date.now()}}`], { waitDurable: false }).catch(() => undefined);
     } catch {

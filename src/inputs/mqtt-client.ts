@@ -26,25 +26,16 @@ import { Backoff, StopSignal } from './backoff.js';
 import { AckHold } from './ack-hold.js';
 import { deliverAll, type InputSink } from './deliver.js';
 import { errorText, InputStatus } from './input-status.js';
+import { TurnBatches } from './turn-batch.js';
 import type { InputLog, RunningInput } from './running-input.js';
 
 const RECONNECT_FIRST_MS = 500;
 const RECONNECT_MAX_MS = 30_000;
 const CONNECT_TIMEOUT_MS = 10_000;
 const KEEPALIVE_S = 60;
-/** A turn's batch is pushed at once past these (the broker's bounds). */
-const BATCH_MESSAGES_MAX = 512;
-const BATCH_CHARS_MAX = 4 * 1024 * 1024;
 /** Messages taken and not yet acknowledged, at most, and their bytes: past either, mqtt.js waits. */
 const UNACKED_MESSAGES_MAX = 1024;
 const UNACKED_BYTES_MAX = 16 * 1024 * 1024;
-
-/** The messages of this turn waiting to be pushed, with the acknowledgement each waits for. */
-interface Batch {
-  payloads: string[];
-  holds: AckHold[];
-  chars: number;
-}
 
 export class MqttClientInput implements RunningInput {
   readonly status = new InputStatus();
@@ -52,7 +43,8 @@ export class MqttClientInput implements RunningInput {
   private readonly backoff = new Backoff(RECONNECT_FIRST_MS, RECONNECT_MAX_MS);
   private client: MqttClient | undefined;
   private reconnectScheduled = false;
-  private batch: Batch | undefined;
+  /** The messages of this turn, pushed together; their PUBACKs held until the push is stored. */
+  private readonly batches = new TurnBatches<AckHold>((payloads, holds) => this.push(payloads, holds));
   /** Held PUBACKs in the order their messages came; each goes out once it and all before it are settled. */
   private holds: AckHold[] = [];
   private unackedBytes = 0;
@@ -171,7 +163,7 @@ export class MqttClientInput implements RunningInput {
       this.log('warn', { input: this.label, topic: packet.topic, bytes: payload.length }, `MQTT input ${this.label}: a message of ${payload.length} bytes on ${packet.topic} is over maxMessageBytes ${this.config.maxMessageBytes}: not stored`);
       hold.settle();
     } else {
-      this.take(JSON.stringify({ topic: packet.topic, payload: payload.toString('base64') }), hold);
+      this.batches.add(JSON.stringify({ topic: packet.topic, payload: payload.toString('base64') }), hold);
     }
     // mqtt.js reads the next packet once this one's callback ran: at once while there is room.
     const readOn = (): void => {
@@ -187,30 +179,11 @@ export class MqttClientInput implements RunningInput {
     return this.holds.length <= 1 || (this.holds.length <= UNACKED_MESSAGES_MAX && this.unackedBytes <= UNACKED_BYTES_MAX);
   }
 
-  /** Adds a message to this turn's batch (pushed from setImmediate, or at once when full). */
-  private take(args: string, hold: AckHold): void {
-    let batch = this.batch;
-    if (batch !== undefined && (batch.payloads.length >= BATCH_MESSAGES_MAX || batch.chars + args.length > BATCH_CHARS_MAX)) {
-      this.flush(batch);
-      batch = undefined;
-    }
-    if (batch === undefined) {
-      const started: Batch = { payloads: [], holds: [], chars: 0 };
-      this.batch = batch = started;
-      setImmediate(() => this.flush(started));
-    }
-    batch.payloads.push(args);
-    batch.holds.push(hold);
-    batch.chars += args.length;
-  }
-
-  private flush(batch: Batch): void {
-    if (this.batch !== batch) return;
-    this.batch = undefined;
-    void deliverAll(this.sink, batch.payloads, this.status, this.stopSignal).then((outcome) => {
+  private push(payloads: string[], holds: AckHold[]): void {
+    void deliverAll(this.sink, payloads, this.status, this.stopSignal).then((outcome) => {
       // Stopped before stored: no PUBACK; the broker keeps the messages for our session.
       if (outcome === 'stopped') return;
-      for (const hold of batch.holds) hold.settle();
+      for (const hold of holds) hold.settle();
       this.release();
     });
   }

@@ -6,8 +6,8 @@
  * (the kernel drops what the socket buffer cannot hold, uncounted). Lossy by nature: docs/models.md.
  *
  * The datagrams of one turn of the event loop (libuv reads up to 32 a poll, each its own callback) go to
- * the queue as one push, as the broker's messages do: one push, and one worker task, a datagram made a
- * burst cost several times the HTTP path per record. A push that does not fit the queue is split in
+ * the queue as one push (turn-batch.ts), as the broker's messages do: one push, and one worker task, a
+ * datagram made a burst cost several times the HTTP path per record. A push that does not fit the queue is split in
  * halves until its parts fit, so the datagrams the queue has room for are taken, first come first, and
  * only the rest refused, as one at a time.
  */
@@ -18,6 +18,7 @@ import type { UdpServerConfig } from '../scripts/shared/types.js';
 import type { InputSink } from './deliver.js';
 import { errorText, InputStatus } from './input-status.js';
 import type { InputLog, RunningInput } from './running-input.js';
+import { TurnBatches } from './turn-batch.js';
 
 const OK = Buffer.from('ok\r\n');
 /**
@@ -26,19 +27,14 @@ const OK = Buffer.from('ok\r\n');
  * hundred small datagrams): docs/deploy.md says how to raise it.
  */
 const RECEIVE_BUFFER_BYTES = 4 * 1024 * 1024;
-/** A turn's batch is pushed at once when it holds this many datagrams (the broker's bound). */
-const BATCH_DATAGRAMS_MAX = 512;
-
-/** The datagrams of this turn waiting to be pushed, and where to answer each. */
-interface Batch {
-  payloads: string[];
-  senders: dgram.RemoteInfo[];
-}
 
 export class UdpServerInput implements RunningInput {
   readonly status = new InputStatus();
   private socket: dgram.Socket | undefined;
-  private batch: Batch | undefined;
+  /** The datagrams of this turn, pushed together; each answered `ok` once queued. */
+  private readonly batches = new TurnBatches<dgram.RemoteInfo>((payloads, senders) => {
+    if (this.socket !== undefined) this.push(payloads, senders);
+  });
 
   constructor(
     private readonly label: string,
@@ -86,24 +82,7 @@ export class UdpServerInput implements RunningInput {
       return;
     }
     const clientAddr = remote.family === 'IPv6' ? `[${remote.address}]:${remote.port}` : `${remote.address}:${remote.port}`;
-    let batch = this.batch;
-    if (batch === undefined) {
-      const started: Batch = { payloads: [], senders: [] };
-      this.batch = batch = started;
-      // After the poll phase: every datagram libuv read this turn is in.
-      setImmediate(() => this.flush(started));
-    }
-    batch.payloads.push(JSON.stringify({ clientAddr, data: data.toString('hex') }));
-    batch.senders.push(remote);
-    if (batch.payloads.length >= BATCH_DATAGRAMS_MAX) this.flush(batch);
-  }
-
-  /** Pushes the batch (once; later calls do nothing). */
-  private flush(batch: Batch): void {
-    if (this.batch !== batch) return;
-    this.batch = undefined;
-    if (this.socket === undefined) return;
-    this.push(batch.payloads, batch.senders);
+    this.batches.add(JSON.stringify({ clientAddr, data: data.toString('hex') }), remote);
   }
 
   /** Queues what fits, answers `ok` to each datagram queued, and counts the rest refused. */
@@ -134,7 +113,7 @@ export class UdpServerInput implements RunningInput {
 
   async stop(): Promise<void> {
     // Datagrams read this turn and not pushed yet are pushed now, as they would have been a moment later.
-    if (this.batch !== undefined) this.flush(this.batch);
+    this.batches.flush();
     const socket = this.socket;
     this.socket = undefined;
     this.status.set('stopped');
