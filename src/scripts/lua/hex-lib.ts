@@ -54,10 +54,7 @@ export function hexCFunctions(lua: LuaWasm, raw: RawLua, strings: WasmStrings): 
   /** gopher-lua's ToString: a string or a number's text; anything else is "". */
   const argBytes = (L: number): Uint8Array => {
     const type = raw.lua_type(L, 1);
-    if (type !== LUA_TSTRING && type !== LUA_TNUMBER) return new Uint8Array(0);
-    const pointer = raw.lua_tolstring(L, 1, strings.cell);
-    const length = lua.module.HEAPU32[strings.cell >> 2];
-    return lua.module.HEAPU8.subarray(pointer, pointer + length);
+    return type === LUA_TSTRING || type === LUA_TNUMBER ? strings.bytes(L, 1) : new Uint8Array(0);
   };
   const decode = lua.module.addFunction((L: number) => {
     const decoded = decodeGoHex(argBytes(L));

@@ -235,9 +235,7 @@ export class LuaBridge {
    * reads it.
    */
   private base64J2t(L: number): number {
-    const pointer = this.raw.lua_tolstring(L, 1, this.strings.cell);
-    const length = this.lua.module.HEAPU32[this.strings.cell >> 2];
-    const decoded = decodeGoBase64(this.lua.module.HEAPU8.subarray(pointer, pointer + length));
+    const decoded = decodeGoBase64(this.strings.bytes(L, 1));
     if (!decoded.ok) {
       this.raw.lua_pushnil(L);
       this.strings.pushC(L, decoded.error);

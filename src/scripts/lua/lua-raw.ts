@@ -226,6 +226,15 @@ export class WasmStrings {
     return { head: readCString(heap, pointer, headBytes), restBytes: restNul >= 0 ? restNul : length - headBytes };
   }
 
+  /**
+   * The bytes of the string at `index` (a string or a number), NUL bytes included: a view of wasm memory,
+   * good until the next allocation in the Lua state or here.
+   */
+  bytes(L: number, index: number): Uint8Array {
+    const pointer = this.raw.lua_tolstring(L, index, this.cell);
+    return this.lua.module.HEAPU8.subarray(pointer, pointer + this.lua.module.HEAPU32[this.cell >> 2]);
+  }
+
   /** The string at `index` (which must be a string or a number) as wasmoon reads it. */
   read(L: number, index: number): string {
     const pointer = this.raw.lua_tolstring(L, index, this.cell);
