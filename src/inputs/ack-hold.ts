@@ -17,7 +17,7 @@ export class AckHold {
   private static taking: AckHold | undefined;
   private puback: (() => void) | undefined;
   private taken = false;
-  private settledFlag = false;
+  private settled = false;
 
   constructor(
     readonly client: MqttClient,
@@ -58,16 +58,12 @@ export class AckHold {
 
   /** The message is stored, or failed in a rule: it may be acknowledged. */
   settle(): void {
-    this.settledFlag = true;
-  }
-
-  get settled(): boolean {
-    return this.settledFlag;
+    this.settled = true;
   }
 
   /** Taken and settled: its PUBACK (if any) may go once every earlier one has. */
   get ready(): boolean {
-    return this.taken && this.settledFlag;
+    return this.taken && this.settled;
   }
 
   send(): void {

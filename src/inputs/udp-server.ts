@@ -7,9 +7,9 @@
  *
  * The datagrams of one turn of the event loop (libuv reads up to 32 a poll, each its own callback) go to
  * the queue as one push (turn-batch.ts), as the broker's messages do: one push, and one worker task, a
- * datagram made a burst cost several times the HTTP path per record. A push that does not fit the queue is split in
- * halves until its parts fit, so the datagrams the queue has room for are taken, first come first, and
- * only the rest refused, as one at a time.
+ * datagram made a burst cost several times the HTTP path per record. A push that does not fit the queue
+ * is split in halves until its parts fit, so the datagrams the queue has room for are taken, first come
+ * first, and only the rest refused, as one at a time.
  */
 import dgram from 'node:dgram';
 import { isIPv6 } from 'node:net';
