@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { copyInstall, HOST_UWS_BINARY as HOST, ROOT } from '../support/install-copy.js';
+import { tiedCommand } from '../support/tied-spawn.js';
 
 const SCRIPT = join(ROOT, 'scripts', 'prune-uws.mjs');
 const OTHERS = ['uws_darwin_arm64_127.node', `uws_${process.platform}_${process.arch}_999.node`, 'uws_win32_x64_115.node'];
@@ -70,7 +71,7 @@ describe('prune-uws', () => {
     expect(await readdir(copy.binDir)).toEqual([HOST]);
 
     await writeFile(join(dir, 'gw.ini'), `[main]\ndata_dir = ${join(dir, 'data')}\nlog_level = warn\n[plugin.http_server]\nhost = 127.0.0.1\nport = 0\n`);
-    const child = spawn(process.execPath, [join(dir, 'dist', 'cli.js'), 'serve', '--config', join(dir, 'gw.ini')], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(...tiedCommand(process.execPath, [join(dir, 'dist', 'cli.js'), 'serve', '--config', join(dir, 'gw.ini')]), { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
     try {
       const port = await new Promise<number>((resolve, reject) => {
         let out = '';

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { copyInstall, HOST_UWS_BINARY, ROOT } from '../support/install-copy.js';
 import { TRANSPORT_ENV } from '../support/transport.js';
+import { tiedCommand } from '../support/tied-spawn.js';
 
 let dir: string | undefined;
 afterEach(async () => {
@@ -40,7 +41,7 @@ async function serve(cli: string, transport: string): Promise<Run> {
   await writeFile(ini, `[main]\ndata_dir = ${join(dir as string, 'data')}\nlog_level = info\n[plugin.http_server]\nhost = 127.0.0.1\nport = 0\ntransport = ${transport}\n`);
   const env = { ...process.env };
   delete env[TRANSPORT_ENV];
-  const child = spawn(process.execPath, [cli, 'serve', '--config', ini], { stdio: ['ignore', 'pipe', 'pipe'], env });
+  const child = spawn(...tiedCommand(process.execPath, [cli, 'serve', '--config', ini]), { stdio: ['ignore', 'pipe', 'pipe'], env });
   let stdout = '';
   let stderr = '';
   child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));

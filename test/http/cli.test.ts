@@ -17,6 +17,7 @@ import { checkRecord } from '../../src/models/record-check.js';
 import { openData } from '../../src/server.js';
 import { parseCsv } from '../support/client.js';
 import { writeTestConfig } from '../support/service.js';
+import { tiedCommand } from '../support/tied-spawn.js';
 
 const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
 
@@ -47,7 +48,7 @@ describe('cli', () => {
   it('serve starts, logs a start-up summary with ISO times, answers /healthz, and exits 0 on SIGTERM', async () => {
     const { dir, file } = await writeTestConfig();
     await writeFile(file, (await readFile(file, 'utf8')).replace('log_level = silent', 'log_level = info'));
-    const child = spawn(process.execPath, [CLI, 'serve', '--config', file], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(...tiedCommand(process.execPath, [CLI, 'serve', '--config', file]), { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
     child.stderr.on('data', (d: Buffer) => (err += d.toString()));
@@ -186,7 +187,7 @@ describe('cli', () => {
     const dir = await mkdtemp(join(tmpdir(), 'edc-cli-'));
     const file = join(dir, 'min.ini');
     await writeFile(file, `[main]\ndata_dir = ${join(dir, 'data')}\nlog_level = silent\n[plugin.http_server]\nhost = 127.0.0.1\nport = 0\n`);
-    const child = spawn(process.execPath, [CLI, '--config', file], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(...tiedCommand(process.execPath, [CLI, '--config', file]), { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
     child.stderr.on('data', (d: Buffer) => (err += d.toString()));

@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/index.js';
 import { openData } from '../../src/server.js';
+import { tiedCommand } from '../support/tied-spawn.js';
 
 const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
 const UUID = 'SCHEMAKR9D6XAB';
@@ -70,7 +71,7 @@ function runCli(ini: string, args: string[]): { status: number | null; stderr: s
 function killAfter(ini: string, args: string[], delayMs: number): Promise<{ finished: boolean; ms: number }> {
   return new Promise((resolve) => {
     const t = performance.now();
-    const child = spawn(process.execPath, [CLI, ...args, '--config', ini], { stdio: 'ignore' });
+    const child = spawn(...tiedCommand(process.execPath, [CLI, ...args, '--config', ini]), { stdio: 'ignore' });
     const timer = setTimeout(() => child.kill('SIGKILL'), delayMs);
     child.on('exit', (code) => {
       clearTimeout(timer);

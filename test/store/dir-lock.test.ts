@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { DirLock } from '../../src/store/base/dir-lock.js';
 import { StateError } from '../../src/errors.js';
+import { tiedCommand } from '../support/tied-spawn.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const compiled = path.join(here, '../../dist/store/base/dir-lock.js');
@@ -47,7 +48,7 @@ async function holderProcess(dir: string): Promise<ChildProcess> {
 
 /** A process that is not an edge-datacenter: what a recycled pid looks like. */
 function otherProcess(): ChildProcess {
-  const child = spawn('sleep', ['60'], { stdio: 'ignore' });
+  const child = spawn(...tiedCommand('sleep', ['60']), { stdio: 'ignore' });
   children.push(child);
   return child;
 }

@@ -1,6 +1,8 @@
 /**
- * The real parts tests start (mosquitto, nats-server) die with the test process that started them, also
- * when that process is killed (a vitest run stopped with ^C or by CI's timeout runs no exit hook).
+ * The real parts tests start (mosquitto, nats-server), and the services and stand-in processes they spawn
+ * (`dist/cli.js serve`), die with the test process that started them, also when that process is killed
+ * (a vitest run stopped with ^C or by CI's timeout runs no exit hook). Not tied: processes run under
+ * strace (a forked tracee loses the death signal) and npm's scripts (it forks the service).
  * `setpriv --pdeathsig KILL` (util-linux, in every Debian) sets the parent-death signal and execs the
  * command, so the pid is the command's own and stopping it works as before. vitest runs the test files in
  * forks, on their main thread: the thread the signal is tied to lives as long as the file's process.
