@@ -10,6 +10,7 @@
  */
 import type { LuaWasm } from 'wasmoon';
 import { decodeGoBase64 } from './go-base64.js';
+import type { WasmArrayJ2t } from './j2t-wasm.js';
 import { LUA_REGISTRYINDEX, LUA_TBOOLEAN, LUA_TNUMBER, LUA_TSTRING, LUA_TTABLE, readCString, type RawLua, type WasmStrings } from './lua-raw.js';
 
 /**
@@ -144,6 +145,8 @@ export class LuaBridge {
   private keptStringPointer = 0;
   private keptStringLength = 0;
   private keptStringText = '';
+  /** J2T of an array, decoded in wasm (j2t-wasm.ts); undefined: every text takes the JS path. */
+  arrays: WasmArrayJ2t | undefined;
 
   constructor(
     private readonly lua: LuaWasm,
@@ -222,6 +225,7 @@ export class LuaBridge {
     const { raw } = this;
     const pointer = raw.lua_tolstring(L, 1, this.strings.cell);
     const length = this.lua.module.HEAPU32[this.strings.cell >> 2];
+    if (this.arrays?.decode(L, pointer, length) === true) return 1;
     let text: string;
     if (pointer !== 0 && pointer === this.payloadPointer && length === this.payloadLength) text = this.payloadText;
     else if (pointer !== 0 && pointer === this.keptStringPointer && length === this.keptStringLength) text = this.keptStringText;

@@ -17,6 +17,7 @@
  */
 import { LuaFactory, LUA_REGISTRYINDEX, LuaLibraries, type LuaEngine, type LuaWasm } from 'wasmoon';
 import { hexCFunctions } from './hex-lib.js';
+import { WasmArrayJ2t } from './j2t-wasm.js';
 import { LuaBridge } from './lua-bridge.js';
 import { hostFunctions, INVOKE_ERROR, INVOKE_TIMEOUT, PRELUDE_LUA, type LibHost } from './lua-libs.js';
 import { cappedAllocator, type LuaAllocator } from './wasm-allocator.js';
@@ -99,6 +100,7 @@ export class LuaSandbox {
   /** The last environment invoked, as the BigInt lua_rawgeti takes: a task invokes one rule many times. */
   private envRef = -1;
   private envRefBig = -1n;
+  private arraysDecoder: WasmArrayJ2t | undefined;
 
   private constructor(
     private readonly engine: LuaEngine,
@@ -147,6 +149,7 @@ export class LuaSandbox {
     raw.lua_setallocf(state, allocator.pointer, 0);
     const strings = new WasmStrings(lua, raw);
     const bridge = new LuaBridge(lua, raw, strings, host);
+    bridge.arrays = WasmArrayJ2t.create(exports, raw);
     for (const lib of [LuaLibraries.Base, LuaLibraries.Table, LuaLibraries.String, LuaLibraries.Math, LuaLibraries.Coroutine]) {
       g.loadLibrary(lib);
     }
@@ -237,6 +240,20 @@ export class LuaSandbox {
     const message = raw.lua_type(state, 3) === LUA_TSTRING ? this.readMessage(3) : undefined;
     raw.lua_settop(state, 0);
     return message === undefined ? { status } : { status, message };
+  }
+
+  /**
+   * Whether J2T decodes arrays in wasm (when the instance allows it; on by default). Off, every text takes
+   * the JS path: the differential tests compare both in one Lua state, whose string hashes (and so
+   * `pairs` order) are its own.
+   */
+  get wasmArrays(): boolean {
+    return this.bridge.arrays !== undefined;
+  }
+
+  set wasmArrays(on: boolean) {
+    this.arraysDecoder ??= this.bridge.arrays;
+    this.bridge.arrays = on ? this.arraysDecoder : undefined;
   }
 
   memoryUsed(): number {

@@ -1,0 +1,325 @@
+/*
+ * json:J2T of a JSON array, built in the Lua instance's own memory: the text is read where Lua holds it
+ * and every table is made with direct calls into the instance's C API (imported from it), so no JS object
+ * is made and no value crosses into JS (src/scripts/lua/j2t-wasm.ts builds and loads this module).
+ *
+ * It takes only what it decodes exactly as JSON.parse followed by LuaBridge.push does, and answers
+ * J2T_NOT_TAKEN for anything else, having pushed nothing: the JS path then decodes the text as before.
+ * Taken: a top-level array of arrays, objects, ASCII strings without escapes, true/false, and numbers
+ * without an exponent of at most 15 digits. Not taken: null (JSON.parse's reviver drops it), escapes
+ * and non-ASCII bytes (the JS path reads a Lua string up to a NUL and replaces bad UTF-8), exponents and
+ * longer numbers (correct rounding needs more than one division), keys that name array indices (JS
+ * orders them first), repeated keys (JSON.parse keeps the first's place and the last's value), more than
+ * J2T_CONTAINERS_MAX tables, J2T_KEYS_MAX keys in an object or J2T_DEPTH_MAX levels, and invalid JSON.
+ *
+ * No static data and nothing on the C stack: the module shares the instance's memory, so all its state
+ * lives in a scratch block the caller allocates there (struct scratch). A Lua error (out of memory)
+ * unwinds through here as a JS exception; nothing needs undoing, the scratch is rewritten each call.
+ *
+ * Build: npm run build:j2t-wasm (clang --target=wasm32, see scripts/build-j2t-wasm.mjs).
+ */
+typedef struct lua_State lua_State;
+typedef long long lua_Integer;
+typedef unsigned long size_t;
+
+extern void lua_createtable(lua_State *L, int narr, int nrec);
+extern const char *lua_pushlstring(lua_State *L, const char *s, size_t len);
+extern void lua_pushinteger(lua_State *L, lua_Integer n);
+extern void lua_pushnumber(lua_State *L, double n);
+extern void lua_pushboolean(lua_State *L, int b);
+extern void lua_rawseti(lua_State *L, int index, lua_Integer n);
+extern void lua_settable(lua_State *L, int index);
+extern int lua_checkstack(lua_State *L, int n);
+
+#define J2T_TAKEN 1
+#define J2T_NOT_TAKEN 0
+#define J2T_CONTAINERS_MAX 1024
+#define J2T_KEYS_MAX 64
+#define J2T_DEPTH_MAX 32
+#define J2T_DIGITS_MAX 15
+
+struct scratch {
+  const unsigned char *text;
+  unsigned pos;
+  unsigned end;
+  unsigned containers;
+  /* Elements of each array, keys of each object, in the order they open. */
+  int counts[J2T_CONTAINERS_MAX];
+  /* The keys of the objects open now, for the repeated-key check: offset and length in the text. */
+  unsigned key_at[J2T_DEPTH_MAX][J2T_KEYS_MAX];
+  unsigned key_len[J2T_DEPTH_MAX][J2T_KEYS_MAX];
+};
+
+unsigned j2t_scratch_bytes(void) { return sizeof(struct scratch); }
+
+static void skip_space(struct scratch *s) {
+  while (s->pos < s->end) {
+    unsigned char c = s->text[s->pos];
+    if (c != ' ' && c != '\t' && c != '\n' && c != '\r') return;
+    s->pos++;
+  }
+}
+
+/* At the opening quote: moves past the closing one; 0 for what is not taken. */
+static int scan_string(struct scratch *s) {
+  s->pos++;
+  while (s->pos < s->end) {
+    unsigned char c = s->text[s->pos++];
+    if (c == '"') return 1;
+    if (c == '\\' || c < 0x20 || c >= 0x80) return 0;
+  }
+  return 0;
+}
+
+/* At the first character of a number: moves past it; 0 for what is not taken. */
+static int scan_number(struct scratch *s) {
+  unsigned digits = 0;
+  if (s->text[s->pos] == '-') s->pos++;
+  if (s->pos >= s->end) return 0;
+  unsigned char c = s->text[s->pos];
+  if (c == '0') {
+    s->pos++;
+    digits++;
+  } else if (c >= '1' && c <= '9') {
+    while (s->pos < s->end && s->text[s->pos] >= '0' && s->text[s->pos] <= '9') {
+      s->pos++;
+      digits++;
+    }
+  } else {
+    return 0;
+  }
+  if (s->pos < s->end && s->text[s->pos] == '.') {
+    s->pos++;
+    unsigned fraction = 0;
+    while (s->pos < s->end && s->text[s->pos] >= '0' && s->text[s->pos] <= '9') {
+      s->pos++;
+      fraction++;
+    }
+    if (fraction == 0) return 0;
+    digits += fraction;
+  }
+  if (s->pos < s->end) {
+    c = s->text[s->pos];
+    if (c == 'e' || c == 'E' || (c >= '0' && c <= '9')) return 0;
+  }
+  return digits <= J2T_DIGITS_MAX;
+}
+
+/* true or false (no string literal: static data would land in the instance's memory). */
+static int scan_boolean(struct scratch *s) {
+  const unsigned char *t = s->text + s->pos;
+  unsigned left = s->end - s->pos;
+  if (left >= 4 && t[0] == 't' && t[1] == 'r' && t[2] == 'u' && t[3] == 'e') {
+    s->pos += 4;
+    return 1;
+  }
+  if (left >= 5 && t[0] == 'f' && t[1] == 'a' && t[2] == 'l' && t[3] == 's' && t[4] == 'e') {
+    s->pos += 5;
+    return 1;
+  }
+  return 0;
+}
+
+/* A key JS would order before the others: "0", or up to ten digits without a leading zero. */
+static int index_like(const unsigned char *key, unsigned length) {
+  if (length == 0 || length > 10) return 0;
+  if (key[0] == '0') return length == 1;
+  for (unsigned i = 0; i < length; i++) {
+    if (key[i] < '0' || key[i] > '9') return 0;
+  }
+  return 1;
+}
+
+static int same_bytes(const unsigned char *a, const unsigned char *b, unsigned length) {
+  for (unsigned i = 0; i < length; i++) {
+    if (a[i] != b[i]) return 0;
+  }
+  return 1;
+}
+
+static int scan_value(struct scratch *s, unsigned depth);
+
+static int scan_array(struct scratch *s, unsigned depth) {
+  if (depth >= J2T_DEPTH_MAX || s->containers >= J2T_CONTAINERS_MAX) return 0;
+  unsigned self = s->containers++;
+  int count = 0;
+  s->pos++;
+  skip_space(s);
+  if (s->pos < s->end && s->text[s->pos] == ']') {
+    s->pos++;
+    s->counts[self] = 0;
+    return 1;
+  }
+  for (;;) {
+    if (!scan_value(s, depth + 1)) return 0;
+    count++;
+    skip_space(s);
+    if (s->pos >= s->end) return 0;
+    unsigned char c = s->text[s->pos++];
+    if (c == ']') break;
+    if (c != ',') return 0;
+    skip_space(s);
+  }
+  s->counts[self] = count;
+  return 1;
+}
+
+static int scan_object(struct scratch *s, unsigned depth) {
+  if (depth >= J2T_DEPTH_MAX || s->containers >= J2T_CONTAINERS_MAX) return 0;
+  unsigned self = s->containers++;
+  int count = 0;
+  s->pos++;
+  skip_space(s);
+  if (s->pos < s->end && s->text[s->pos] == '}') {
+    s->pos++;
+    s->counts[self] = 0;
+    return 1;
+  }
+  for (;;) {
+    if (s->pos >= s->end || s->text[s->pos] != '"' || count >= J2T_KEYS_MAX) return 0;
+    unsigned key = s->pos + 1;
+    if (!scan_string(s)) return 0;
+    unsigned length = s->pos - 1 - key;
+    if (index_like(s->text + key, length)) return 0;
+    for (int k = 0; k < count; k++) {
+      if (s->key_len[depth][k] == length && same_bytes(s->text + s->key_at[depth][k], s->text + key, length)) return 0;
+    }
+    s->key_at[depth][count] = key;
+    s->key_len[depth][count] = length;
+    skip_space(s);
+    if (s->pos >= s->end || s->text[s->pos++] != ':') return 0;
+    skip_space(s);
+    if (!scan_value(s, depth + 1)) return 0;
+    count++;
+    skip_space(s);
+    if (s->pos >= s->end) return 0;
+    unsigned char c = s->text[s->pos++];
+    if (c == '}') break;
+    if (c != ',') return 0;
+    skip_space(s);
+  }
+  s->counts[self] = count;
+  return 1;
+}
+
+static int scan_value(struct scratch *s, unsigned depth) {
+  if (s->pos >= s->end) return 0;
+  unsigned char c = s->text[s->pos];
+  if (c == '[') return scan_array(s, depth);
+  if (c == '{') return scan_object(s, depth);
+  if (c == '"') return scan_string(s);
+  if (c == 't' || c == 'f') return scan_boolean(s);
+  if (c == '-' || (c >= '0' && c <= '9')) return scan_number(s);
+  return 0;
+}
+
+/* The pushes, over text scan_value accepted: no checks left but the Lua stack's. */
+
+static void push_value(lua_State *L, struct scratch *s);
+
+static void push_string(lua_State *L, struct scratch *s) {
+  unsigned start = ++s->pos;
+  while (s->text[s->pos] != '"') s->pos++;
+  lua_pushlstring(L, (const char *)s->text + start, s->pos - start);
+  s->pos++;
+}
+
+/* m / 10^k with m < 10^15: both exact doubles, so one division is correctly rounded, as JSON.parse is. */
+static void push_number(lua_State *L, struct scratch *s) {
+  int negative = s->text[s->pos] == '-';
+  if (negative) s->pos++;
+  lua_Integer mantissa = 0;
+  lua_Integer scale = 1;
+  while (s->pos < s->end && s->text[s->pos] >= '0' && s->text[s->pos] <= '9') {
+    mantissa = mantissa * 10 + (s->text[s->pos++] - '0');
+  }
+  if (s->pos < s->end && s->text[s->pos] == '.') {
+    s->pos++;
+    while (s->pos < s->end && s->text[s->pos] >= '0' && s->text[s->pos] <= '9') {
+      mantissa = mantissa * 10 + (s->text[s->pos++] - '0');
+      scale *= 10;
+    }
+  }
+  /* An integral value is an integer to LuaBridge.push (Number.isInteger), -0 included. */
+  if (mantissa % scale == 0) {
+    lua_Integer whole = mantissa / scale;
+    lua_pushinteger(L, negative ? -whole : whole);
+    return;
+  }
+  double value = (double)mantissa / (double)scale;
+  lua_pushnumber(L, negative ? -value : value);
+}
+
+static void push_array(lua_State *L, struct scratch *s) {
+  lua_createtable(L, s->counts[s->containers++], 0);
+  s->pos++;
+  skip_space(s);
+  lua_Integer index = 1;
+  while (s->text[s->pos] != ']') {
+    push_value(L, s);
+    lua_rawseti(L, -2, index++);
+    skip_space(s);
+    if (s->text[s->pos] == ',') s->pos++;
+    skip_space(s);
+  }
+  s->pos++;
+}
+
+static void push_object(lua_State *L, struct scratch *s) {
+  lua_createtable(L, 0, s->counts[s->containers++]);
+  s->pos++;
+  skip_space(s);
+  while (s->text[s->pos] != '}') {
+    push_string(L, s);
+    skip_space(s);
+    s->pos++;
+    skip_space(s);
+    push_value(L, s);
+    lua_settable(L, -3);
+    skip_space(s);
+    if (s->text[s->pos] == ',') s->pos++;
+    skip_space(s);
+  }
+  s->pos++;
+}
+
+static void push_value(lua_State *L, struct scratch *s) {
+  unsigned char c = s->text[s->pos];
+  if (c == '[') {
+    push_array(L, s);
+  } else if (c == '{') {
+    push_object(L, s);
+  } else if (c == '"') {
+    push_string(L, s);
+  } else if (c == 't') {
+    lua_pushboolean(L, 1);
+    s->pos += 4;
+  } else if (c == 'f') {
+    lua_pushboolean(L, 0);
+    s->pos += 5;
+  } else {
+    push_number(L, s);
+  }
+}
+
+/*
+ * Decodes the `length` bytes at `text` (a Lua string) onto L's stack when it is an array this module
+ * takes (J2T_TAKEN, one value pushed); otherwise J2T_NOT_TAKEN and nothing pushed.
+ */
+int j2t_array(lua_State *L, struct scratch *s, const unsigned char *text, unsigned length) {
+  s->text = text;
+  s->pos = 0;
+  s->end = length;
+  s->containers = 0;
+  skip_space(s);
+  if (s->pos >= s->end || text[s->pos] != '[') return J2T_NOT_TAKEN;
+  unsigned start = s->pos;
+  if (!scan_array(s, 0)) return J2T_NOT_TAKEN;
+  skip_space(s);
+  if (s->pos != s->end) return J2T_NOT_TAKEN;
+  if (!lua_checkstack(L, 2 * J2T_DEPTH_MAX + 4)) return J2T_NOT_TAKEN;
+  s->pos = start;
+  s->containers = 0;
+  push_value(L, s);
+  return J2T_TAKEN;
+}
