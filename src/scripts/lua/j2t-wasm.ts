@@ -1,6 +1,7 @@
 /**
- * `json:J2T` of a JSON array decoded inside wasm (src/scripts/lua/j2t.c): the module shares the Lua instance's
- * memory and calls its C API directly, so the text is read where Lua holds it and no JS value is made.
+ * `json:J2T` of a JSON array decoded inside wasm (j2t.c, beside this file): the module shares the Lua
+ * instance's memory and calls its C API directly, so the text is read where Lua holds it and no JS value
+ * is made.
  * The sample rule's Modbus payloads are arrays of `{tag, value}` objects, and JSON.parse plus building
  * their tables from JS was about a fifth of its worker time (docs/performance.md, issue 32). What the
  * module does not take (see j2t.c) it leaves to LuaBridge's JS path, which decodes it as before.
@@ -49,7 +50,10 @@ export class WasmArrayJ2t {
     return new WasmArrayJ2t(instance, raw.malloc(instance.exports.j2t_scratch_bytes()));
   }
 
-  /** Pushes the decoded array at `length` bytes from `text` (a Lua string of L) and answers true, or pushes nothing and answers false. */
+  /**
+   * Pushes the array decoded from the `length` bytes at `text` (a Lua string of L) and answers true, or
+   * pushes nothing and answers false.
+   */
   decode(L: number, text: number, length: number): boolean {
     return this.instance.exports.j2t_array(L, this.scratch, text, length) === 1;
   }
