@@ -139,64 +139,83 @@ static int same_bytes(const unsigned char *a, const unsigned char *b, unsigned l
 
 static int scan_value(struct scratch *s, unsigned depth);
 
-static int scan_array(struct scratch *s, unsigned depth) {
-  if (depth >= J2T_DEPTH_MAX || s->containers >= J2T_CONTAINERS_MAX) return 0;
-  unsigned self = s->containers++;
-  int count = 0;
+#define ELEMENT_BAD (-1)
+#define ELEMENT_MORE 0
+#define ELEMENT_LAST 1
+
+/* At '[' or '{' within the limits: the container's number, s->pos past the opening and its space; else -1. */
+static int open_container(struct scratch *s, unsigned depth) {
+  if (depth >= J2T_DEPTH_MAX || s->containers >= J2T_CONTAINERS_MAX) return -1;
   s->pos++;
   skip_space(s);
-  if (s->pos < s->end && s->text[s->pos] == ']') {
-    s->pos++;
-    s->counts[self] = 0;
-    return 1;
-  }
-  for (;;) {
-    if (!scan_value(s, depth + 1)) return 0;
-    count++;
-    skip_space(s);
-    if (s->pos >= s->end) return 0;
-    unsigned char c = s->text[s->pos++];
-    if (c == ']') break;
-    if (c != ',') return 0;
-    skip_space(s);
+  return (int)s->containers++;
+}
+
+/* Moves past `close` when the container is empty. */
+static int closed_at_once(struct scratch *s, unsigned char close) {
+  if (s->pos >= s->end || s->text[s->pos] != close) return 0;
+  s->pos++;
+  return 1;
+}
+
+/* After an element: past the comma and its space (ELEMENT_MORE), past `close` (ELEMENT_LAST), or ELEMENT_BAD. */
+static int after_element(struct scratch *s, unsigned char close) {
+  skip_space(s);
+  if (s->pos >= s->end) return ELEMENT_BAD;
+  unsigned char c = s->text[s->pos++];
+  if (c == close) return ELEMENT_LAST;
+  if (c != ',') return ELEMENT_BAD;
+  skip_space(s);
+  return ELEMENT_MORE;
+}
+
+static int scan_array(struct scratch *s, unsigned depth) {
+  int self = open_container(s, depth);
+  if (self < 0) return 0;
+  int count = 0;
+  if (!closed_at_once(s, ']')) {
+    int next = ELEMENT_MORE;
+    while (next == ELEMENT_MORE) {
+      if (!scan_value(s, depth + 1)) return 0;
+      count++;
+      next = after_element(s, ']');
+    }
+    if (next == ELEMENT_BAD) return 0;
   }
   s->counts[self] = count;
   return 1;
 }
 
-static int scan_object(struct scratch *s, unsigned depth) {
-  if (depth >= J2T_DEPTH_MAX || s->containers >= J2T_CONTAINERS_MAX) return 0;
-  unsigned self = s->containers++;
-  int count = 0;
-  s->pos++;
-  skip_space(s);
-  if (s->pos < s->end && s->text[s->pos] == '}') {
-    s->pos++;
-    s->counts[self] = 0;
-    return 1;
+/* One "key": value of an object at `depth` whose `count` keys so far are in key_at/key_len. */
+static int scan_member(struct scratch *s, unsigned depth, int count) {
+  if (s->pos >= s->end || s->text[s->pos] != '"' || count >= J2T_KEYS_MAX) return 0;
+  unsigned key = s->pos + 1;
+  if (!scan_string(s)) return 0;
+  unsigned length = s->pos - 1 - key;
+  if (index_like(s->text + key, length)) return 0;
+  for (int k = 0; k < count; k++) {
+    if (s->key_len[depth][k] == length && same_bytes(s->text + s->key_at[depth][k], s->text + key, length)) return 0;
   }
-  for (;;) {
-    if (s->pos >= s->end || s->text[s->pos] != '"' || count >= J2T_KEYS_MAX) return 0;
-    unsigned key = s->pos + 1;
-    if (!scan_string(s)) return 0;
-    unsigned length = s->pos - 1 - key;
-    if (index_like(s->text + key, length)) return 0;
-    for (int k = 0; k < count; k++) {
-      if (s->key_len[depth][k] == length && same_bytes(s->text + s->key_at[depth][k], s->text + key, length)) return 0;
+  s->key_at[depth][count] = key;
+  s->key_len[depth][count] = length;
+  skip_space(s);
+  if (s->pos >= s->end || s->text[s->pos++] != ':') return 0;
+  skip_space(s);
+  return scan_value(s, depth + 1);
+}
+
+static int scan_object(struct scratch *s, unsigned depth) {
+  int self = open_container(s, depth);
+  if (self < 0) return 0;
+  int count = 0;
+  if (!closed_at_once(s, '}')) {
+    int next = ELEMENT_MORE;
+    while (next == ELEMENT_MORE) {
+      if (!scan_member(s, depth, count)) return 0;
+      count++;
+      next = after_element(s, '}');
     }
-    s->key_at[depth][count] = key;
-    s->key_len[depth][count] = length;
-    skip_space(s);
-    if (s->pos >= s->end || s->text[s->pos++] != ':') return 0;
-    skip_space(s);
-    if (!scan_value(s, depth + 1)) return 0;
-    count++;
-    skip_space(s);
-    if (s->pos >= s->end) return 0;
-    unsigned char c = s->text[s->pos++];
-    if (c == '}') break;
-    if (c != ',') return 0;
-    skip_space(s);
+    if (next == ELEMENT_BAD) return 0;
   }
   s->counts[self] = count;
   return 1;
