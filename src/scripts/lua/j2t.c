@@ -1,7 +1,7 @@
 /*
  * json:J2T of a JSON array, built in the Lua instance's own memory: the text is read where Lua holds it
  * and every table is made with direct calls into the instance's C API (imported from it), so no JS object
- * is made and no value crosses into JS (src/scripts/lua/j2t-wasm.ts builds and loads this module).
+ * is made and no value crosses into JS (j2t-wasm.ts loads this module).
  *
  * It takes only what it decodes exactly as JSON.parse followed by LuaBridge.push does, and answers
  * J2T_NOT_TAKEN for anything else, having pushed nothing: the JS path then decodes the text as before.
@@ -13,7 +13,8 @@
  * J2T_CONTAINERS_MAX tables, J2T_KEYS_MAX keys in an object or J2T_DEPTH_MAX levels, and invalid JSON.
  *
  * No static data and nothing on the C stack: the module shares the instance's memory, so all its state
- * lives in a scratch block the caller allocates there (struct scratch). A Lua error (out of memory)
+ * lives in a scratch block the caller allocates there (struct scratch), and it is linked with a C stack
+ * of 0 bytes at address 0, where a use would trap rather than write over Lua's. A Lua error (out of memory)
  * unwinds through here as a JS exception; nothing needs undoing, the scratch is rewritten each call.
  *
  * Build: npm run build:j2t-wasm (clang --target=wasm32, see scripts/build-j2t-wasm.mjs).
