@@ -1,6 +1,6 @@
 /**
- * json:J2T decodes arrays in wasm (src/scripts/lua/j2t.c, j2t-wasm.ts) when it can, and leaves the rest to the JS
- * path. In one Lua state (string hashes, and so `pairs` order, are per state), every text is decoded both
+ * json:J2T decodes arrays in wasm (src/scripts/lua/j2t.c, j2t-wasm.ts) when it can, and leaves the rest
+ * to the JS path. In one Lua state (string hashes, and so `pairs` order, are per state), every text is decoded both
  * ways and must give the same value: types (integer or float), key order, lengths, nesting, errors.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
