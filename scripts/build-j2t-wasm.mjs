@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const source = join(root, 'src', 'scripts', 'lua', 'j2t.c');
 const target = join(root, 'src', 'scripts', 'lua', 'j2t-wasm-bytes.ts');
-const CLANG = process.env.CLANG ?? 'clang-14';
+const CLANG = 'clang-14';
 /** Section ids a module sharing another instance's memory must not have: memory, data count, data. */
 const OWN_MEMORY_SECTIONS = new Map([[5, 'memory'], [12, 'data count'], [11, 'data']]);
 

@@ -145,14 +145,16 @@ export class LuaBridge {
   private keptStringPointer = 0;
   private keptStringLength = 0;
   private keptStringText = '';
-  /** J2T of an array, decoded in wasm (j2t-wasm.ts); undefined: every text takes the JS path. */
-  arrays: WasmArrayJ2t | undefined;
+  /** Off: every J2T text takes the JS path, also where `arrays` could decode it (LuaSandbox.wasmArrays). */
+  useWasmArrays = true;
 
   constructor(
     private readonly lua: LuaWasm,
     private readonly raw: RawLua,
     private readonly strings: WasmStrings,
     private readonly host: RecordStore,
+    /** J2T of an array, decoded in wasm (j2t-wasm.ts); undefined when the instance does not allow it. */
+    readonly arrays: WasmArrayJ2t | undefined,
   ) {
     const cfunction = (fn: (L: number) => number): number =>
       lua.module.addFunction((L: number) => {
@@ -225,7 +227,7 @@ export class LuaBridge {
     const { raw } = this;
     const pointer = raw.lua_tolstring(L, 1, this.strings.cell);
     const length = this.lua.module.HEAPU32[this.strings.cell >> 2];
-    if (this.arrays?.decode(L, pointer, length) === true) return 1;
+    if (this.useWasmArrays && this.arrays?.decode(L, pointer, length) === true) return 1;
     let text: string;
     if (pointer !== 0 && pointer === this.payloadPointer && length === this.payloadLength) text = this.payloadText;
     else if (pointer !== 0 && pointer === this.keptStringPointer && length === this.keptStringLength) text = this.keptStringText;

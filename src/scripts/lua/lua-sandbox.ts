@@ -100,7 +100,6 @@ export class LuaSandbox {
   /** The last environment invoked, as the BigInt lua_rawgeti takes: a task invokes one rule many times. */
   private envRef = -1;
   private envRefBig = -1n;
-  private arraysDecoder: WasmArrayJ2t | undefined;
 
   private constructor(
     private readonly engine: LuaEngine,
@@ -148,8 +147,7 @@ export class LuaSandbox {
     const allocator = cappedAllocator(lua, raw, exports, g.getMemoryUsed(), () => clock.timeUp());
     raw.lua_setallocf(state, allocator.pointer, 0);
     const strings = new WasmStrings(lua, raw);
-    const bridge = new LuaBridge(lua, raw, strings, host);
-    bridge.arrays = WasmArrayJ2t.create(exports, raw);
+    const bridge = new LuaBridge(lua, raw, strings, host, WasmArrayJ2t.create(exports, raw));
     for (const lib of [LuaLibraries.Base, LuaLibraries.Table, LuaLibraries.String, LuaLibraries.Math, LuaLibraries.Coroutine]) {
       g.loadLibrary(lib);
     }
@@ -248,12 +246,11 @@ export class LuaSandbox {
    * `pairs` order) are its own.
    */
   get wasmArrays(): boolean {
-    return this.bridge.arrays !== undefined;
+    return this.bridge.arrays !== undefined && this.bridge.useWasmArrays;
   }
 
   set wasmArrays(on: boolean) {
-    this.arraysDecoder ??= this.bridge.arrays;
-    this.bridge.arrays = on ? this.arraysDecoder : undefined;
+    this.bridge.useWasmArrays = on;
   }
 
   memoryUsed(): number {
