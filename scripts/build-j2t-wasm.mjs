@@ -41,7 +41,7 @@ function compile() {
 }
 
 /** The ids of a wasm binary's sections, in order. */
-function sectionIds(bytes) {
+export function sectionIds(bytes) {
   const ids = [];
   let at = 8;
   const leb = () => {
@@ -54,7 +54,9 @@ function sectionIds(bytes) {
   };
   while (at < bytes.length) {
     ids.push(bytes[at++]);
-    at += leb();
+    // Not `at += leb()`: that adds the size to `at` as it was before leb() moved it past the size's bytes.
+    const size = leb();
+    at += size;
   }
   return ids;
 }

@@ -6,6 +6,7 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { J2T_WASM_BASE64 } from '../../src/scripts/lua/j2t-wasm-bytes.js';
 import type { LibHost } from '../../src/scripts/lua/lua-libs.js';
 import { LuaSandbox } from '../../src/scripts/lua/lua-sandbox.js';
 
@@ -183,6 +184,13 @@ describe('json:J2T of arrays in wasm', () => {
     sandbox.wasmArrays = true;
     expect(sandbox.invoke(rule.envRef, '[1,2]')).toEqual({ status: 0 });
     expect(lines).toEqual(['2']);
+  });
+
+  it('the committed module has no memory or data of its own (the build script reads its sections right)', async () => {
+    const script = '../../scripts/build-j2t-wasm.mjs';
+    const { sectionIds } = (await import(script)) as { sectionIds(bytes: Buffer): number[] };
+    // type, import, function, global, export, code: no memory (5), data (11) or data count (12) section.
+    expect(sectionIds(Buffer.from(J2T_WASM_BASE64, 'base64'))).toEqual([1, 2, 3, 6, 7, 10]);
   });
 
   // What scripts/build-j2t-wasm.mjs needs, as .ci/run installs it: clang-14, and lld-14's wasm-ld.
