@@ -38,8 +38,8 @@ async function decoder(): Promise<(texts: readonly string[], wasm: boolean) => D
   const rule = sandbox.compile({ actions: `Actions = { function(args) ${DUMP} return 0 end }`, success: '', failed: '' });
   if (!rule.ok) throw new Error(rule.error);
   // Counts the texts the wasm decoder took, so that a decoder that never takes anything fails the test.
-  const bridge = (sandbox as unknown as { bridge: { arrays?: { decode(L: number, t: number, n: number): boolean } } }).bridge;
-  const arrays = bridge.arrays;
+  const bridge = (sandbox as unknown as { bridge: { wasm?: { decode(L: number, t: number, n: number): boolean } } }).bridge;
+  const arrays = bridge.wasm;
   if (arrays === undefined) throw new Error('the sandbox has no wasm J2T');
   let taken = 0;
   const decode = arrays.decode.bind(arrays);

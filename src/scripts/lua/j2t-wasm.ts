@@ -1,11 +1,13 @@
 /**
- * `json:J2T` of a JSON array decoded inside wasm (j2t.c, beside this file): the module shares the Lua
- * instance's memory and calls its C API directly, so the text is read where Lua holds it and no JS value
- * is made.
- * The sample rule's Modbus payloads are arrays of `{tag, value}` objects, and JSON.parse plus building
- * their tables from JS was about a fifth of its worker time (docs/performance.md, issue 32). What the
- * module does not take (see j2t.c) it leaves to LuaBridge's JS path, which decodes it as before.
+ * `json:J2T` inside wasm (j2t.c, beside this file): the module shares the Lua instance's memory and calls
+ * its C API directly, so the text is read where Lua holds it.
+ * - A JSON array is decoded into its tables, and no JS value is made. The sample rule's Modbus payloads
+ *   are arrays of `{tag, value}` objects, and JSON.parse plus building their tables from JS was about a
+ *   fifth of its worker time (docs/performance.md, issue 32).
+ * - A flat object is scanned (flat-json.ts), so that `rds:Save` of it needs no JSON.parse.
+ * What the module does not take (see j2t.c) it leaves to LuaBridge's JS path, which decodes it as before.
  */
+import { FLAT_STRUCT_BYTES, type FlatScan } from './flat-json.js';
 import { J2T_WASM_BASE64 } from './j2t-wasm-bytes.js';
 import type { RawLua } from './lua-raw.js';
 
@@ -17,7 +19,14 @@ interface J2tInstance {
   exports: {
     j2t_array(L: number, scratch: number, text: number, length: number): number;
     j2t_scratch_bytes(): number;
+    j2t_flat_scan(scratch: number, text: number, length: number): number;
+    j2t_flat_offset(): number;
+    j2t_flat_bytes(): number;
   };
+}
+
+interface WasmMemory {
+  readonly buffer: ArrayBuffer;
 }
 
 interface WasmApi {
@@ -27,17 +36,27 @@ interface WasmApi {
 
 let compiled: object | undefined;
 
-export class WasmArrayJ2t {
+export class WasmJ2t {
+  /** Views of the instance's memory, made again when it grows (a grown memory has a new buffer). */
+  private i32: Int32Array;
+  private f64: Float64Array;
+
   private constructor(
     private readonly instance: J2tInstance,
+    private readonly memory: WasmMemory,
     private readonly scratch: number,
-  ) {}
+    /** Where the scan's struct flat sits in memory. */
+    private readonly flat: number,
+  ) {
+    this.i32 = new Int32Array(memory.buffer);
+    this.f64 = new Float64Array(memory.buffer);
+  }
 
   /**
    * The decoder for the Lua instance whose `exports` captureWasmExports found, when they hold its memory
    * and every function the module calls, and `raw` calls those same functions; otherwise undefined.
    */
-  static create(exports: Record<string, unknown> | undefined, raw: RawLua): WasmArrayJ2t | undefined {
+  static create(exports: Record<string, unknown> | undefined, raw: RawLua): WasmJ2t | undefined {
     if (exports === undefined || typeof exports.memory !== 'object') return undefined;
     const env: Record<string, unknown> = { memory: exports.memory };
     for (const name of IMPORTED) {
@@ -47,7 +66,12 @@ export class WasmArrayJ2t {
     const wasm = (globalThis as unknown as { WebAssembly: WasmApi }).WebAssembly;
     compiled ??= new wasm.Module(Buffer.from(J2T_WASM_BASE64, 'base64'));
     const instance = new wasm.Instance(compiled, { env });
-    return new WasmArrayJ2t(instance, raw.malloc(instance.exports.j2t_scratch_bytes()));
+    const offset = instance.exports.j2t_flat_offset();
+    // The layout flat-json.ts reads must be the module's: a module built otherwise is not used at all.
+    if (instance.exports.j2t_flat_bytes() !== FLAT_STRUCT_BYTES || offset % 8 !== 0) return undefined;
+    const scratch = raw.malloc(instance.exports.j2t_scratch_bytes());
+    if (scratch === 0 || scratch % 8 !== 0) return undefined;
+    return new WasmJ2t(instance, exports.memory as WasmMemory, scratch, scratch + offset);
   }
 
   /**
@@ -56,5 +80,17 @@ export class WasmArrayJ2t {
    */
   decode(L: number, text: number, length: number): boolean {
     return this.instance.exports.j2t_array(L, this.scratch, text, length) === 1;
+  }
+
+  /** Reads the `length` bytes at `text` (a Lua string) into `scan` as a flat object: its number of keys, or -1. */
+  scanFlat(text: number, length: number, scan: FlatScan): number {
+    const keys = this.instance.exports.j2t_flat_scan(this.scratch, text, length);
+    if (keys < 0) return -1;
+    if (this.i32.buffer !== this.memory.buffer) {
+      this.i32 = new Int32Array(this.memory.buffer);
+      this.f64 = new Float64Array(this.memory.buffer);
+    }
+    scan.copyFrom(this.i32, this.f64, this.flat, keys);
+    return keys;
   }
 }

@@ -39,7 +39,26 @@ extern int lua_checkstack(lua_State *L, int n);
 #define J2T_DEPTH_MAX 32
 #define J2T_DIGITS_MAX 15
 
+#define FLAT_KEYS_MAX 64
+#define FLAT_STRING 1
+#define FLAT_NUMBER 2
+#define FLAT_TRUE 3
+#define FLAT_FALSE 4
+
+/* What j2t_flat_scan found: where each key and value sits in the text, each number's value (flat-json.ts reads it). */
+struct flat {
+  int keys;
+  int unused;
+  double number[FLAT_KEYS_MAX];
+  int key_start[FLAT_KEYS_MAX];
+  int key_end[FLAT_KEYS_MAX];
+  int kind[FLAT_KEYS_MAX];
+  int value_start[FLAT_KEYS_MAX];
+  int value_end[FLAT_KEYS_MAX];
+};
+
 struct scratch {
+  struct flat flat;
   const unsigned char *text;
   unsigned pos;
   unsigned end;
@@ -52,6 +71,10 @@ struct scratch {
 };
 
 unsigned j2t_scratch_bytes(void) { return sizeof(struct scratch); }
+
+/* Where struct flat sits in the scratch block, and its size: the JS side checks both against its layout. */
+unsigned j2t_flat_offset(void) { return __builtin_offsetof(struct scratch, flat); }
+unsigned j2t_flat_bytes(void) { return sizeof(struct flat); }
 
 static void skip_space(struct scratch *s) {
   while (s->pos < s->end) {
@@ -342,4 +365,98 @@ int j2t_array(lua_State *L, struct scratch *s, const unsigned char *text, unsign
   s->containers = 0;
   push_value(L, s);
   return J2T_TAKEN;
+}
+
+/* ---- A flat object's keys and values, for json:J2T's lazy tables and rds:Save (flat-json.ts) ---- */
+
+/* `__proto__`, which JSON.parse makes an own key of but an assignment would not (no static data: no literal). */
+static int is_proto(const unsigned char *key, unsigned length) {
+  return length == 9 && key[0] == '_' && key[1] == '_' && key[2] == 'p' && key[3] == 'r' && key[4] == 'o' && key[5] == 't' &&
+         key[6] == 'o' && key[7] == '_' && key[8] == '_';
+}
+
+/* The number scan_number accepted at text[start, end): 0 for minus zero, which the lazy path leaves to JSON.parse. */
+static int flat_number(struct flat *f, int slot, const unsigned char *text, unsigned start, unsigned end) {
+  int negative = text[start] == '-';
+  unsigned at = negative ? start + 1 : start;
+  lua_Integer mantissa = 0;
+  lua_Integer scale = 1;
+  for (; at < end && text[at] != '.'; at++) mantissa = mantissa * 10 + (text[at] - '0');
+  if (at < end) {
+    for (at++; at < end; at++) {
+      mantissa = mantissa * 10 + (text[at] - '0');
+      scale *= 10;
+    }
+  }
+  if (negative && mantissa == 0) return 0;
+  double value = (double)mantissa / (double)scale;
+  f->number[slot] = negative ? -value : value;
+  f->kind[slot] = FLAT_NUMBER;
+  return 1;
+}
+
+static int flat_value(struct scratch *s, struct flat *f, int slot) {
+  if (s->pos >= s->end) return 0;
+  unsigned start = s->pos;
+  unsigned char c = s->text[start];
+  if (c == '"') {
+    if (!scan_string(s)) return 0;
+    f->kind[slot] = FLAT_STRING;
+    f->value_start[slot] = (int)start + 1;
+    f->value_end[slot] = (int)s->pos - 1;
+    return 1;
+  }
+  if (c == 't' || c == 'f') {
+    if (!scan_boolean(s)) return 0;
+    f->kind[slot] = c == 't' ? FLAT_TRUE : FLAT_FALSE;
+    return 1;
+  }
+  if (c == '-' || (c >= '0' && c <= '9')) return scan_number(s) && flat_number(f, slot, s->text, start, s->pos);
+  return 0;
+}
+
+static int flat_member(struct scratch *s, struct flat *f, int count) {
+  if (s->pos >= s->end || s->text[s->pos] != '"' || count >= FLAT_KEYS_MAX) return 0;
+  unsigned key = s->pos + 1;
+  if (!scan_string(s)) return 0;
+  unsigned length = s->pos - 1 - key;
+  if (is_proto(s->text + key, length)) return 0;
+  for (int k = 0; k < count; k++) {
+    if ((unsigned)(f->key_end[k] - f->key_start[k]) == length && same_bytes(s->text + f->key_start[k], s->text + key, length)) return 0;
+  }
+  f->key_start[count] = (int)key;
+  f->key_end[count] = (int)(key + length);
+  skip_space(s);
+  if (s->pos >= s->end || s->text[s->pos++] != ':') return 0;
+  skip_space(s);
+  return flat_value(s, f, count);
+}
+
+/*
+ * The `length` bytes at `text` as a flat object (flat-json.ts says which it takes): its number of keys,
+ * with s->flat filled; -1 for anything else.
+ */
+int j2t_flat_scan(struct scratch *s, const unsigned char *text, unsigned length) {
+  struct flat *f = &s->flat;
+  s->text = text;
+  s->pos = 0;
+  s->end = length;
+  skip_space(s);
+  if (s->pos >= s->end || text[s->pos] != '{') return -1;
+  s->pos++;
+  skip_space(s);
+  int count = 0;
+  if (!closed_at_once(s, '}')) {
+    int next = ELEMENT_MORE;
+    while (next == ELEMENT_MORE) {
+      if (!flat_member(s, f, count)) return -1;
+      count++;
+      next = after_element(s, '}');
+    }
+    if (next == ELEMENT_BAD) return -1;
+  }
+  skip_space(s);
+  if (s->pos != s->end) return -1;
+  f->keys = count;
+  return count;
 }

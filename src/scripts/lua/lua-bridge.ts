@@ -9,8 +9,9 @@
  * every odd case keeps its former result.
  */
 import type { LuaWasm } from 'wasmoon';
+import { FLAT_NUMBER, FLAT_STRING, FLAT_TRUE, FlatScan } from './flat-json.js';
 import { decodeGoBase64 } from './go-base64.js';
-import type { WasmArrayJ2t } from './j2t-wasm.js';
+import type { WasmJ2t } from './j2t-wasm.js';
 import { LUA_REGISTRYINDEX, LUA_TBOOLEAN, LUA_TNUMBER, LUA_TSTRING, LUA_TTABLE, readCString, type RawLua, type WasmStrings } from './lua-raw.js';
 
 /**
@@ -29,6 +30,11 @@ export interface RecordStore {
    * walked. Absent: `store`'s answers do not depend on the order.
    */
   storeUnordered?(kind: 'save' | 'update', uuid: string, record: Record<string, unknown>): string | undefined | null;
+  /**
+   * The same for the flat object `text` as `scan` read it (flat-json.ts), without JSON.parse: null when
+   * it leaves the record to `storeUnordered` of the parsed object (a refusal, a value it does not take).
+   */
+  storeScanned?(kind: 'save' | 'update', uuid: string, text: string, scan: FlatScan): string | undefined | null;
 }
 
 /**
@@ -135,8 +141,13 @@ export class LuaBridge {
   private newestLazyTable = 0;
   private newestLazyText = 0;
   private newestLazyLength = 0;
+  /** Its JSON text (undefined: no lazy table this invocation), parsed only when needed. */
+  private newestLazySource: string | undefined;
   private newestLazyValue: Record<string, unknown> | undefined;
+  /** Its text was read by scanFlatObject into `scan`, which holds it until the next J2T. */
+  private newestLazyScanned = false;
   private newestLazyReads = 0;
+  private readonly scan = new FlatScan();
   /**
    * The last long string a lazy read pushed, held in a registry slot so its address stays its own: J2T of
    * it (`json:J2T(ev.payload)`) takes the JS text instead of decoding the bytes again.
@@ -145,16 +156,18 @@ export class LuaBridge {
   private keptStringPointer = 0;
   private keptStringLength = 0;
   private keptStringText = '';
-  /** Off: every J2T text takes the JS path, also where `arrays` could decode it (LuaSandbox.wasmArrays). */
+  /** Off: every J2T text takes the JS path, also where `wasm` could decode it (LuaSandbox.wasmArrays). */
   useWasmArrays = true;
+  /** Off: every flat object is parsed by JSON.parse at once (LuaSandbox.flatScan). */
+  useFlatScan = true;
 
   constructor(
     private readonly lua: LuaWasm,
     private readonly raw: RawLua,
     private readonly strings: WasmStrings,
     private readonly host: RecordStore,
-    /** J2T of an array, decoded in wasm (j2t-wasm.ts); undefined when the instance does not allow it. */
-    readonly arrays: WasmArrayJ2t | undefined,
+    /** J2T's arrays decoded and flat objects scanned in wasm (j2t-wasm.ts); undefined when the instance does not allow it. */
+    readonly wasm: WasmJ2t | undefined,
   ) {
     const cfunction = (fn: (L: number) => number): number =>
       lua.module.addFunction((L: number) => {
@@ -196,7 +209,7 @@ export class LuaBridge {
   }
 
   /**
-   * Called by `invoke` with the payload on the stack at `index`: when a script decodes its `args`
+   * Called by the task loop with the payload on the stack at `index`: when a script decodes its `args`
    * unchanged, J2T reuses the JS string instead of decoding the bytes again. Only for text that the
    * decoding would give back identically (no NUL, well-formed).
    */
@@ -211,10 +224,21 @@ export class LuaBridge {
     this.payloadText = text;
   }
 
+  /** The task's payload is no longer held by Lua: its address may be another string's next. */
   clearPayload(): void {
     this.payloadPointer = 0;
     this.payloadText = '';
+    this.endInvocation();
+  }
+
+  /**
+   * An invocation ended; the payload stays set, since the next rule on the same payload gets the same
+   * string, which the task loop holds until it moves on (and setPayload then names the next one).
+   */
+  endInvocation(): void {
+    this.newestLazySource = undefined;
     this.newestLazyValue = undefined;
+    this.newestLazyScanned = false;
     this.newestLazyReads = 0;
     // Held past its invocation, every parsed object would outlive a young-generation collection and be
     // promoted; a table kept for a later invocation (rare) has its text parsed again. Map.clear
@@ -227,7 +251,7 @@ export class LuaBridge {
     const { raw } = this;
     const pointer = raw.lua_tolstring(L, 1, this.strings.cell);
     const length = this.lua.module.HEAPU32[this.strings.cell >> 2];
-    if (this.useWasmArrays && this.arrays?.decode(L, pointer, length) === true) return 1;
+    if (this.useWasmArrays && this.wasm?.decode(L, pointer, length) === true) return 1;
     let text: string;
     if (pointer !== 0 && pointer === this.payloadPointer && length === this.payloadLength) text = this.payloadText;
     else if (pointer !== 0 && pointer === this.keptStringPointer && length === this.keptStringLength) text = this.keptStringText;
@@ -250,24 +274,39 @@ export class LuaBridge {
     return this.parseAndPush(L, utf8Decoder.decode(decoded.bytes));
   }
 
-  /** `pointer`, `length`: the Lua string at index 1 that `text` was read from, which a lazy table keeps. */
+  /**
+   * `pointer`, `length`: the Lua string at index 1 that `text` was read from, which a lazy table keeps. A
+   * flat object that scanFlatObject reads is not parsed here: `rds:Save` of it takes the scan, and what
+   * else looks into it parses it then.
+   */
   private parseAndPush(L: number, text: string, pointer = 0, length = 0): number {
-    const { raw } = this;
+    if (pointer !== 0 && this.useFlatScan && this.wasm !== undefined && length <= LAZY_TEXT_MAX) {
+      // Taken only for ASCII without NUL: `text` is the bytes at `pointer`, offset for offset.
+      const keys = this.wasm.scanFlat(pointer, length, this.scan);
+      if (keys >= 0) {
+        this.pushLazy(L, keys, text, undefined, pointer, length);
+        return 1;
+      }
+    }
     let value: unknown;
     try {
       value = parseJson(text);
     } catch (err) {
-      raw.lua_pushnil(L);
+      this.raw.lua_pushnil(L);
       this.strings.pushC(L, (err as Error).message);
       return 2;
     }
     if (value === undefined) return 0;
     const keys = pointer !== 0 ? lazyKeys(value, text.length, !text.includes('\\')) : -1;
-    if (keys < 0) {
-      this.push(L, value);
-      return 1;
-    }
-    // The table of its final sizes, empty; its text is kept beside it (weak keys) to fill it later.
+    if (keys < 0) this.push(L, value);
+    else this.pushLazy(L, keys, text, value as Record<string, unknown>, pointer, length);
+    return 1;
+  }
+
+  /** Pushes the lazy table of `text` (`value` when parsed already), empty with its final sizes, and makes it the newest. */
+  private pushLazy(L: number, keys: number, text: string, value: Record<string, unknown> | undefined, pointer: number, length: number): void {
+    const { raw } = this;
+    // Its text is kept beside it (weak keys) to fill it later.
     raw.lua_createtable(L, 0, keys);
     raw.lua_rawgeti(L, LUA_REGISTRYINDEX, this.lazyMetaRef);
     raw.lua_setmetatable(L, -2);
@@ -285,8 +324,14 @@ export class LuaBridge {
     this.newestLazyReads = 0;
     this.newestLazyText = pointer;
     this.newestLazyLength = length;
-    this.newestLazyValue = value as Record<string, unknown>;
-    return 1;
+    this.newestLazySource = text;
+    this.newestLazyValue = value;
+    this.newestLazyScanned = value === undefined;
+  }
+
+  /** The parsed object of the newest lazy table. */
+  private newestParsed(): Record<string, unknown> {
+    return (this.newestLazyValue ??= parseJson(this.newestLazySource!) as Record<string, unknown>);
   }
 
   /**
@@ -296,8 +341,7 @@ export class LuaBridge {
    */
   private lazyGet(L: number): number {
     const { raw } = this;
-    const value = this.newestLazyValue;
-    if (value !== undefined && raw.lua_topointer(L, 1) === this.newestLazyTable && ++this.newestLazyReads <= LAZY_READS_MAX) {
+    if (this.newestLazySource !== undefined && raw.lua_topointer(L, 1) === this.newestLazyTable && ++this.newestLazyReads <= LAZY_READS_MAX) {
       // J2T's flat objects have string keys only.
       if (raw.lua_type(L, 2) !== LUA_TSTRING) {
         raw.lua_pushnil(L);
@@ -305,7 +349,7 @@ export class LuaBridge {
       }
       const key = this.asciiKey(L, 2);
       if (key !== undefined) {
-        const item = Object.hasOwn(value, key) ? value[key] : undefined;
+        const item = this.newestLazyScanned ? this.scannedItem(key) : this.newestField(key);
         if (typeof item === 'string' && item.length > CACHED_STRING_LENGTH_MAX) this.pushKept(L, item);
         else this.push(L, item);
         return 1;
@@ -315,6 +359,29 @@ export class LuaBridge {
     raw.lua_pushvalue(L, 2);
     raw.lua_rawget(L, 1);
     return 1;
+  }
+
+  private newestField(key: string): unknown {
+    const value = this.newestParsed();
+    return Object.hasOwn(value, key) ? value[key] : undefined;
+  }
+
+  /** `key`'s value in the newest lazy table's scan, as JSON.parse would give it. */
+  private scannedItem(key: string): unknown {
+    const { scan } = this;
+    const text = this.newestLazySource!;
+    for (let i = 0; i < scan.keys; i++) {
+      if (!scan.keyIs(text, i, key)) continue;
+      switch (scan.kind[i]) {
+        case FLAT_STRING:
+          return text.slice(scan.valueStart[i], scan.valueEnd[i]);
+        case FLAT_NUMBER:
+          return scan.number[i];
+        default:
+          return scan.kind[i] === FLAT_TRUE;
+      }
+    }
+    return undefined;
   }
 
   /** The string at `index` when its bytes are ASCII without NUL, otherwise undefined. */
@@ -349,7 +416,7 @@ export class LuaBridge {
   /** The parsed object of the lazy table at `index` (absolute). */
   private lazyValue(L: number, index: number): Record<string, unknown> {
     const { raw } = this;
-    if (this.newestLazyValue !== undefined && raw.lua_topointer(L, index) === this.newestLazyTable) return this.newestLazyValue;
+    if (this.newestLazySource !== undefined && raw.lua_topointer(L, index) === this.newestLazyTable) return this.newestParsed();
     raw.lua_rawgeti(L, LUA_REGISTRYINDEX, this.lazySourcesRef);
     raw.lua_pushvalue(L, index);
     raw.lua_rawget(L, -2);
@@ -460,6 +527,14 @@ export class LuaBridge {
       if (raw.lua_type(L, 1) === LUA_TSTRING) {
         // Untouched since J2T: the parsed object is the record a walk of the table would give.
         const uuid = strings.read(L, 1);
+        if (this.newestLazyScanned && this.host.storeScanned && raw.lua_topointer(L, 2) === this.newestLazyTable) {
+          const error = this.host.storeScanned(kind, uuid, this.newestLazySource!, this.scan);
+          if (error !== null) {
+            if (error === undefined) raw.lua_pushboolean(L, 0);
+            else strings.pushC(L, error);
+            return 1;
+          }
+        }
         const value = this.lazyValue(L, 2);
         const error = this.host.storeUnordered ? this.host.storeUnordered(kind, uuid, value) : this.host.store(kind, uuid, value);
         if (error !== null) {

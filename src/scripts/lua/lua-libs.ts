@@ -3,14 +3,15 @@
  * the sandbox: the whitelisted globals, one environment per rule, the action-chain driver.
  *
  * Everything that can be written in Lua is, because every Lua -> JS crossing through wasmoon's
- * generic bridge costs microseconds; the chain driver runs inside Lua, so JS enters Lua once per
- * (payload, rule). `json:J2T` and `rds:*` are raw C functions (lua-bridge.ts, one crossing each), so is
+ * generic bridge costs microseconds; the chain driver runs inside Lua, and so does the loop over a
+ * task's (payload, rule) pairs, so JS enters Lua once per task. `json:J2T` and `rds:*` are raw C functions (lua-bridge.ts, one crossing each), so is
  * the byte work of `hex:*` (hex-lib.ts); the functions here are the generic path for the rest, and for
  * records the fast path declines.
  */
+import type { FlatScan } from './flat-json.js';
 import { setField } from './lua-bridge.js';
 
-/** Status codes `__invoke` returns to JS. */
+/** Status codes the prelude's `invoke` answers for an invocation. */
 export const INVOKE_OK = 0;
 export const INVOKE_STOPPED = 1;
 export const INVOKE_ERROR = 2;
@@ -22,6 +23,8 @@ export interface LibHost {
   store(kind: 'save' | 'update', uuid: unknown, record: Record<string, unknown>): string | undefined;
   /** See RecordStore (lua-bridge.ts): a refusal that may depend on key order answers null. */
   storeUnordered?(kind: 'save' | 'update', uuid: string, record: Record<string, unknown>): string | undefined | null;
+  /** See RecordStore (lua-bridge.ts): a flat object's save from its scan, null to leave it to storeUnordered. */
+  storeScanned?(kind: 'save' | 'update', uuid: string, text: string, scan: FlatScan): string | undefined | null;
   debug(message: string): void;
 }
 
@@ -64,14 +67,14 @@ export function hostFunctions(host: LibHost, timeoutMessage: string): Record<str
 /**
  * Runs once per engine, with the standard base, table, string, math and coroutine libraries open
  * (io, os, debug, package were never opened). Defines the two globals JS calls, `__compile_rule` and
- * `__invoke`; everything else a rule can reach is in its environment.
+ * `__invoke_task`; everything else a rule can reach is in its environment.
  */
 export const PRELUDE_LUA = String.raw`
 local host = __host
 local j2t, base64_j2t, save_fast, update_fast, time_up = __j2t, __base64_j2t, __save, __update, __time_up
-local hex_decode, hex_encode = __hex_decode, __hex_encode
+local hex_decode, hex_encode, step = __hex_decode, __hex_encode, __step
 __host, __j2t, __base64_j2t, __save, __update, __time_up = nil, nil, nil, nil, nil, nil
-__hex_decode, __hex_encode = nil, nil
+__hex_decode, __hex_encode, __step = nil, nil, nil
 local TIMEOUT = host.timeoutMessage
 local save, update_last, debug_log = host.save, host.updateLast, host.debug
 local h_time, h_time_ms, h_ts_unix, h_ts_unix_nano = host.time, host.timeMs, host.tsUnix, host.tsUnixNano
@@ -380,7 +383,7 @@ end
 
 -- One payload through one rule: the chain, then Success() or Failed(err). Returns status, message.
 -- Once time is up the status is INVOKE_TIMEOUT whatever the error became (JS makes sure of it too).
-function __invoke(env, args)
+local function invoke(env, args)
   local ok, status = rawpcall(run_chain, env, args)
   if ok then
     local success = env.Success
@@ -401,6 +404,17 @@ function __invoke(env, args)
     if not fok and time_up() then return INVOKE_TIMEOUT, TIMEOUT end
   end
   return INVOKE_ERROR, err
+end
+
+-- A task's invocations in one call from JS: step() ends the last one with its outcome and hands out
+-- the next one's environment, and its payload when that changed; nothing once the task is done.
+function __invoke_task()
+  local env, args = step()
+  while env ~= nil do
+    local next_env, next_args = step(invoke(env, args))
+    if next_args ~= nil then args = next_args end
+    env = next_env
+  end
 end
 
 dofile, loadfile, load, collectgarbage, string.dump = nil, nil, nil, nil, nil

@@ -17,7 +17,7 @@
  */
 import { LuaFactory, LUA_REGISTRYINDEX, LuaLibraries, type LuaEngine, type LuaWasm } from 'wasmoon';
 import { hexCFunctions } from './hex-lib.js';
-import { WasmArrayJ2t } from './j2t-wasm.js';
+import { WasmJ2t } from './j2t-wasm.js';
 import { LuaBridge } from './lua-bridge.js';
 import { hostFunctions, INVOKE_ERROR, INVOKE_TIMEOUT, PRELUDE_LUA, type LibHost } from './lua-libs.js';
 import { cappedAllocator, type LuaAllocator } from './wasm-allocator.js';
@@ -32,6 +32,30 @@ export interface SandboxLimits {
 export interface InvokeOutcome {
   status: number;
   message?: string;
+}
+
+/**
+ * What a task's invocations report to, in their order: every rule on payload 0, then on payload 1, and
+ * so on. `ended` follows each `starting`; a rule without an environment (it did not compile) is `skipped`.
+ */
+export interface InvocationVisitor {
+  starting(payload: number, rule: number): void;
+  ended(payload: number, rule: number, outcome: InvokeOutcome): void;
+  skipped(payload: number, rule: number): void;
+}
+
+/** Where a task's Lua loop stands (see invokeAll). */
+interface TaskCursor {
+  readonly envRefs: readonly (number | undefined)[];
+  readonly payloads: readonly string[];
+  readonly visitor: InvocationVisitor;
+  payload: number;
+  rule: number;
+  /** An invocation was handed to Lua and has not ended. */
+  active: boolean;
+  done: boolean;
+  /** The payload whose string the loop holds as `args` (-1: none, push it with the next invocation). */
+  pushed: number;
 }
 
 /** Lua checks the clock every this many VM instructions; ~0.1 ms of Lua at wasmoon's speed. */
@@ -96,10 +120,12 @@ export class LuaSandbox {
   private readonly hookPointer: number;
   private readonly state: number;
   private readonly compileRef: bigint;
-  private readonly invokeRef: bigint;
+  private readonly invokeTaskRef: bigint;
   /** The last environment invoked, as the BigInt lua_rawgeti takes: a task invokes one rule many times. */
   private envRef = -1;
   private envRefBig = -1n;
+  /** The task invokeAll runs, which the loop's `step` calls walk through. */
+  private task: TaskCursor | undefined;
 
   private constructor(
     private readonly engine: LuaEngine,
@@ -110,12 +136,12 @@ export class LuaSandbox {
     private readonly bridge: LuaBridge,
     private readonly limits: SandboxLimits,
     private readonly clock: InvocationClock,
-    refs: { compile: number; invoke: number },
+    refs: { compile: number; invokeTask: number },
   ) {
     const state = engine.global.address;
     this.state = state;
     this.compileRef = BigInt(refs.compile);
-    this.invokeRef = BigInt(refs.invoke);
+    this.invokeTaskRef = BigInt(refs.invokeTask);
     // A C string that lives as long as the engine: the hook raises it without converting anything.
     const timeoutText = timeoutMessage(limits);
     const timeoutPointer = raw.malloc(timeoutText.length + 1);
@@ -147,7 +173,7 @@ export class LuaSandbox {
     const allocator = cappedAllocator(lua, raw, exports, g.getMemoryUsed(), () => clock.timeUp());
     raw.lua_setallocf(state, allocator.pointer, 0);
     const strings = new WasmStrings(lua, raw);
-    const bridge = new LuaBridge(lua, raw, strings, host, WasmArrayJ2t.create(exports, raw));
+    const bridge = new LuaBridge(lua, raw, strings, host, WasmJ2t.create(exports, raw));
     for (const lib of [LuaLibraries.Base, LuaLibraries.Table, LuaLibraries.String, LuaLibraries.Math, LuaLibraries.Coroutine]) {
       g.loadLibrary(lib);
     }
@@ -155,6 +181,18 @@ export class LuaSandbox {
     const timeUpPointer = lua.module.addFunction((L: number) => {
       raw.lua_pushboolean(L, clock.timeUp() ? 1 : 0);
       return 1;
+    }, 'ii');
+    // The task loop's step (invokeAll) belongs to the sandbox made below: bound to it once it exists.
+    let stepOf: ((L: number) => number) | undefined;
+    const stepPointer = lua.module.addFunction((L: number) => {
+      try {
+        return stepOf!(L);
+      } catch (err) {
+        if (err === Infinity) throw err;
+        raw.lua_settop(L, 0);
+        strings.pushC(L, err instanceof Error ? err.message : String(err));
+        return raw.lua_error(L);
+      }
     }, 'ii');
     const hex = hexCFunctions(lua, raw, strings);
     for (const [name, pointer] of [
@@ -165,6 +203,7 @@ export class LuaSandbox {
       ['__save', bridge.savePointer],
       ['__update', bridge.updatePointer],
       ['__time_up', timeUpPointer],
+      ['__step', stepPointer],
       ['__lazy_fill', bridge.lazyFillPointer],
       ['__lazy_get', bridge.lazyGetPointer],
     ] as const) {
@@ -179,8 +218,10 @@ export class LuaSandbox {
       lua.lua_getglobal(state, name);
       return lua.luaL_ref(state, LUA_REGISTRYINDEX);
     };
-    const refs = { compile: ref('__compile_rule'), invoke: ref('__invoke') };
-    return new LuaSandbox(engine, lua, raw, strings, allocator, bridge, limits, clock, refs);
+    const refs = { compile: ref('__compile_rule'), invokeTask: ref('__invoke_task') };
+    const sandbox = new LuaSandbox(engine, lua, raw, strings, allocator, bridge, limits, clock, refs);
+    stepOf = (L) => sandbox.step(L);
+    return sandbox;
   }
 
   /** Compiles a rule's scripts into a fresh environment, in one protected call; empty scripts are skipped. */
@@ -210,34 +251,110 @@ export class LuaSandbox {
 
   /** Runs one payload through one compiled rule under the soft time limit; once that passed, it is the outcome. */
   invoke(envRef: number, payload: string): InvokeOutcome {
+    let outcome: InvokeOutcome | undefined;
+    this.invokeAll([envRef], [payload], {
+      starting: () => {},
+      ended: (_p, _r, o) => {
+        outcome = o;
+      },
+      skipped: () => {},
+    });
+    return outcome!;
+  }
+
+  /**
+   * Runs every payload through every rule (envRefs, undefined for a rule that did not compile), payload by
+   * payload, each invocation under its own soft time limit, reporting to `visitor` in that order.
+   *
+   * One protected call runs the whole task: the prelude's `__invoke_task` loop asks `step` for each
+   * invocation, which reports the last one's outcome, starts the next one's clock and hands Lua its
+   * environment and, when the payload changes, the payload. That is one crossing an invocation instead
+   * of a dozen. An error that escapes the loop (the sticky time limit raised in the loop's own code, or
+   * a memory error there) ends the invocation it was in, and a new protected call goes on from the next.
+   */
+  invokeAll(envRefs: readonly (number | undefined)[], payloads: readonly string[], visitor: InvocationVisitor): void {
     const { raw, state } = this;
-    raw.lua_settop(state, 0);
-    // Stack: payload (kept alive for J2T's shortcut), __invoke, env, payload.
-    this.strings.pushFull(state, payload);
-    raw.lua_rawgeti(state, LUA_REGISTRYINDEX, this.invokeRef);
+    const task: TaskCursor = { envRefs, payloads, visitor, payload: 0, rule: -1, active: false, done: false, pushed: -1 };
+    this.task = task;
+    try {
+      while (!task.done) {
+        raw.lua_settop(state, 0);
+        raw.lua_rawgeti(state, LUA_REGISTRYINDEX, this.invokeTaskRef);
+        const end = this.protectedCall(0, 0);
+        // The loop's `args` is gone with the call: the next call pushes its payload again.
+        task.pushed = -1;
+        this.bridge.clearPayload();
+        if (end.rc === 0 || task.done) break;
+        if (!task.active) throw new Error(`the task loop failed outside an invocation: ${this.popError()}`);
+        task.active = false;
+        visitor.ended(task.payload, task.rule, end.timedOut ? this.timeoutOutcome() : { status: INVOKE_ERROR, message: this.popError() });
+      }
+      if (!task.done) throw new Error('the task loop ended before its last invocation');
+    } finally {
+      raw.lua_settop(state, 0);
+      this.task = undefined;
+    }
+  }
+
+  /**
+   * `step(status, message)`, called by `__invoke_task`: ends the running invocation with that outcome,
+   * then answers the next one's environment, and its payload when that changed (nothing: the task is done).
+   */
+  private step(L: number): number {
+    const task = this.task;
+    if (task === undefined) throw new Error('step called outside a task');
+    if (task.active) {
+      task.active = false;
+      this.bridge.endInvocation();
+      task.visitor.ended(task.payload, task.rule, this.clock.expired ? this.timeoutOutcome() : this.outcomeAt(L));
+    }
+    let envRef: number | undefined;
+    do {
+      if (++task.rule === task.envRefs.length) {
+        task.rule = 0;
+        task.payload++;
+      }
+      if (task.payload >= task.payloads.length) {
+        task.done = true;
+        return 0;
+      }
+      envRef = task.envRefs[task.rule];
+      if (envRef === undefined) task.visitor.skipped(task.payload, task.rule);
+    } while (envRef === undefined);
+    task.active = true;
+    task.visitor.starting(task.payload, task.rule);
     if (envRef !== this.envRef) {
       this.envRef = envRef;
       this.envRefBig = BigInt(envRef);
     }
-    raw.lua_rawgeti(state, LUA_REGISTRYINDEX, this.envRefBig);
-    raw.lua_pushvalue(state, 1);
-    this.bridge.setPayload(state, 1, payload);
-    let end: CallEnd;
-    try {
-      end = this.protectedCall(2, 2);
-    } finally {
-      this.bridge.clearPayload();
+    const { raw } = this;
+    raw.lua_rawgeti(L, LUA_REGISTRYINDEX, this.envRefBig);
+    let results = 1;
+    if (task.pushed !== task.payload) {
+      // Outside the memory cap, as the payload was always pushed: a cap reached here would be a Lua panic
+      // in a call that cannot take it, and the payload is not the script's allocation.
+      this.allocator.limit(0);
+      this.strings.pushFull(L, task.payloads[task.payload]);
+      this.allocator.limit(this.limits.memoryMb * 1024 * 1024);
+      task.pushed = task.payload;
+      this.bridge.setPayload(L, raw.lua_gettop(L), task.payloads[task.payload]);
+      results = 2;
     }
-    if (end.timedOut) {
-      raw.lua_settop(state, 0);
-      return { status: INVOKE_TIMEOUT, message: timeoutMessage(this.limits) };
-    }
-    if (end.rc !== 0) return { status: INVOKE_ERROR, message: this.popError() };
+    this.clock.start(this.limits.timeoutMs);
+    return results;
+  }
+
+  /** `__invoke`'s status and message, at 1 and 2 of the step's arguments. */
+  private outcomeAt(L: number): InvokeOutcome {
+    const { raw } = this;
     // A small integer: read as a double, without the BigInt lua_tointegerx makes.
-    const status = raw.lua_tonumberx(state, 2, 0);
-    const message = raw.lua_type(state, 3) === LUA_TSTRING ? this.readMessage(3) : undefined;
-    raw.lua_settop(state, 0);
+    const status = raw.lua_tonumberx(L, 1, 0);
+    const message = raw.lua_type(L, 2) === LUA_TSTRING ? this.readMessage(L, 2) : undefined;
     return message === undefined ? { status } : { status, message };
+  }
+
+  private timeoutOutcome(): InvokeOutcome {
+    return { status: INVOKE_TIMEOUT, message: timeoutMessage(this.limits) };
   }
 
   /**
@@ -246,11 +363,23 @@ export class LuaSandbox {
    * `pairs` order) are its own.
    */
   get wasmArrays(): boolean {
-    return this.bridge.arrays !== undefined && this.bridge.useWasmArrays;
+    return this.bridge.wasm !== undefined && this.bridge.useWasmArrays;
   }
 
   set wasmArrays(on: boolean) {
     this.bridge.useWasmArrays = on;
+  }
+
+  /**
+   * Whether J2T scans flat objects in wasm, so that `rds:Save` of one takes the scan without JSON.parse (on
+   * by default, when the instance allows it). Off, they are parsed at once, as the differential tests compare.
+   */
+  get flatScan(): boolean {
+    return this.bridge.wasm !== undefined && this.bridge.useFlatScan;
+  }
+
+  set flatScan(on: boolean) {
+    this.bridge.useFlatScan = on;
   }
 
   memoryUsed(): number {
@@ -276,14 +405,14 @@ export class LuaSandbox {
 
   private popError(): string {
     const { lua, state } = this;
-    const message = lua.lua_type(state, -1) === LUA_TSTRING ? this.readMessage(-1) : 'unknown Lua error';
+    const message = lua.lua_type(state, -1) === LUA_TSTRING ? this.readMessage(state, -1) : 'unknown Lua error';
     lua.lua_settop(state, 0);
     return message;
   }
 
   /** A message a script made (any length) as it crosses to JS: its head only, capped as the answers cap it. */
-  private readMessage(index: number): string {
-    const { head, restBytes } = this.strings.readHead(this.state, index, MESSAGE_HEAD_BYTES);
+  private readMessage(L: number, index: number): string {
+    const { head, restBytes } = this.strings.readHead(L, index, MESSAGE_HEAD_BYTES);
     return capMessage(this.normalise(head), restBytes);
   }
 

@@ -160,9 +160,36 @@ export class OpPacker {
     this.meta.push(payload, rule, model, kindCode, shape!);
   }
 
+  /** add() of the record whose keys are `keys` and values values[0 .. keys.length), the shape's array kept as given. */
+  addValues(payload: number, rule: number, modelId: string, kind: 'save' | 'update', keys: readonly string[], values: readonly unknown[]): void {
+    let model = this.modelIndex.get(modelId);
+    if (model === undefined) {
+      model = this.modelIds.length;
+      this.modelIds.push(modelId);
+      this.modelIndex.set(modelId, model);
+    }
+    const kindCode = kind === 'save' ? 0 : 1;
+    const shapeKey = `${kindCode}${modelId}`;
+    let shape = this.lastShape.get(shapeKey);
+    if (shape === undefined || !sameKeys(this.shapes[shape], keys)) {
+      shape = this.shapes.length;
+      this.shapes.push(keys as string[]);
+      this.lastShape.set(shapeKey, shape);
+    }
+    for (let i = 0; i < keys.length; i++) this.values.push(values[i]);
+    this.meta.push(payload, rule, model, kindCode, shape);
+  }
+
   finish(): PackedOps {
     return { meta: Int32Array.from(this.meta), modelIds: this.modelIds, shapes: this.shapes, values: this.values };
   }
+}
+
+function sameKeys(a: readonly string[], b: readonly string[]): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 export function unpackOps(packed: PackedOps): RecordOp[] {

@@ -1,0 +1,67 @@
+/**
+ * A flat JSON object (a device's record) as j2t.c's `j2t_flat_scan` read it, without JSON.parse: where
+ * each key and value sits in the text, and each number's value. The scan takes only texts it reads
+ * exactly as JSON.parse does, and answers -1 for anything else, which then goes to JSON.parse as before:
+ * - one object, JSON whitespace around its tokens, at most FLAT_KEYS_MAX keys, no key twice, no
+ *   `__proto__` key;
+ * - keys and string values of ASCII without control characters, `"` or `\` inside: no escapes, so an
+ *   offset in the bytes is the same offset in the JS string;
+ * - values: such strings, `true`, `false`, and numbers of at most 15 digits without an exponent
+ *   (`-?(0|[1-9][0-9]*)(\.[0-9]+)?`), except minus zero. Not `null`, no arrays or objects.
+ * A number's digits m and its scale 10^k are exact doubles (m < 10^15 < 2^53), so m / 10^k is correctly
+ * rounded, as JSON.parse rounds the decimal it reads.
+ */
+
+export const FLAT_KEYS_MAX = 64;
+
+/** The kinds of value, as j2t.c numbers them. */
+export const FLAT_STRING = 1;
+export const FLAT_NUMBER = 2;
+export const FLAT_TRUE = 3;
+export const FLAT_FALSE = 4;
+
+/** j2t.c's struct flat, in bytes: keys (int) and padding, then number[64] (double), then five int[64]. */
+const NUMBER_AT = 8;
+const KEY_START_AT = NUMBER_AT + 8 * FLAT_KEYS_MAX;
+const KEY_END_AT = KEY_START_AT + 4 * FLAT_KEYS_MAX;
+const KIND_AT = KEY_END_AT + 4 * FLAT_KEYS_MAX;
+const VALUE_START_AT = KIND_AT + 4 * FLAT_KEYS_MAX;
+const VALUE_END_AT = VALUE_START_AT + 4 * FLAT_KEYS_MAX;
+export const FLAT_STRUCT_BYTES = VALUE_END_AT + 4 * FLAT_KEYS_MAX;
+
+/** What a scan found, copied out of wasm memory; reused from text to text (no garbage a record). */
+export class FlatScan {
+  keys = 0;
+  readonly keyStart = new Int32Array(FLAT_KEYS_MAX);
+  readonly keyEnd = new Int32Array(FLAT_KEYS_MAX);
+  readonly kind = new Uint8Array(FLAT_KEYS_MAX);
+  /** A string value's characters, between its quotes. */
+  readonly valueStart = new Int32Array(FLAT_KEYS_MAX);
+  readonly valueEnd = new Int32Array(FLAT_KEYS_MAX);
+  readonly number = new Float64Array(FLAT_KEYS_MAX);
+
+  /** Takes the `keys` entries of the struct flat at byte `base` of the memory both views cover. */
+  copyFrom(i32: Int32Array, f64: Float64Array, base: number, keys: number): void {
+    this.keys = keys;
+    const ints = base >> 2;
+    const doubles = base >> 3;
+    for (let i = 0; i < keys; i++) {
+      this.keyStart[i] = i32[ints + KEY_START_AT / 4 + i];
+      this.keyEnd[i] = i32[ints + KEY_END_AT / 4 + i];
+      const kind = i32[ints + KIND_AT / 4 + i];
+      this.kind[i] = kind;
+      if (kind === FLAT_STRING) {
+        this.valueStart[i] = i32[ints + VALUE_START_AT / 4 + i];
+        this.valueEnd[i] = i32[ints + VALUE_END_AT / 4 + i];
+      } else if (kind === FLAT_NUMBER) {
+        this.number[i] = f64[doubles + NUMBER_AT / 8 + i];
+      }
+    }
+  }
+
+  /** Whether key `i` of `text` is `name`. */
+  keyIs(text: string, i: number, name: string): boolean {
+    const start = this.keyStart[i];
+    return this.keyEnd[i] - start === name.length && text.startsWith(name, start);
+  }
+}

@@ -1,0 +1,183 @@
+/**
+ * json:J2T scans a flat object in wasm (j2t.c, flat-json.ts), and rds:Save of the untouched table checks
+ * the scan against the model (scanned-record.ts) instead of JSON.parse and checkRecord. The real worker
+ * runs each set of payloads twice, scan on and off, through rules that save, read and change the table:
+ * the records, errors and debug lines must be the same, and the scan must take what it should.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import type { Attribute, AttributeType, DataModel } from '../../src/models/types.js';
+import { ScriptWorker } from '../../src/scripts/lua/script-worker.js';
+import { unpackOps, type RunResult, type RunTask } from '../../src/scripts/shared/protocol.js';
+
+function attribute(name: string, type: AttributeType, rule: Partial<Attribute['rule']> = {}): Attribute {
+  const defaultValue = type === 'BOOL' ? false : type === 'STRING' ? '' : type === 'GEO' ? '0,0' : 0;
+  return {
+    uuid: `a-${name}`, schemaId: 'M', name, label: name, type, rw: 'RW', unit: '', description: '',
+    rule: { defaultValue, min: 0, max: 0, trueLabel: '', falseLabel: '', round: 0, ...rule },
+  };
+}
+
+const MODEL: DataModel = {
+  uuid: 'M', name: 'm', description: '', published: true, createdAtMs: 0,
+  attributes: [
+    attribute('i', 'INTEGER', { min: -1000, max: 1000 }),
+    attribute('n', 'INTEGER', { defaultValue: 7 }),
+    attribute('f', 'FLOAT', { round: 2, min: -100, max: 100 }),
+    attribute('g', 'FLOAT'),
+    attribute('b', 'BOOL'),
+    attribute('s', 'STRING', { max: 8, defaultValue: 'none' }),
+    attribute('t', 'STRING'),
+    attribute('p', 'GEO'),
+  ],
+};
+const UNPUBLISHED: DataModel = { ...MODEL, uuid: 'U', published: false };
+
+const RULES = {
+  save: 'local t, err = json:J2T(args) if err then Throw(err) end local e = rds:Save("M", t) if e then Throw(e) end',
+  unpublished: 'local e = rds:Save("U", json:J2T(args)) if e then Throw(e) end',
+  // Tables print as their address, which differs between runs: their type is printed instead.
+  readThenSave:
+    'local t = json:J2T(args) if type(t) ~= "table" then return 0 end local function v(x) if type(x) == "table" then return "table" end return x end ' +
+    'Debug(v(t.s), v(t.i), v(t.f), v(t.zz)) local e = rds:Save("M", t) if e then Throw(e) end',
+  changeThenSave: 'local t = json:J2T(args) if type(t) ~= "table" then return 0 end t.n = 5 local e = rds:Save("M", t) if e then Throw(e) end',
+  twoTables: 'local a = json:J2T(args) local b = json:J2T(args) local e = rds:Save("M", a) if e then Throw(e) end e = rds:Save("M", b) if e then Throw(e) end',
+  update: 'local e = rds:UpdateLast("M", json:J2T(args)) if e then Throw(e) end',
+};
+
+type Worker = { handle(task: RunTask): RunResult; sandbox: { flatScan: boolean; bridge: { wasm?: { scanFlat(...a: number[]): number } } } };
+
+async function runner(): Promise<{ run(payloads: string[], scan: boolean): unknown; scanned(): number }> {
+  const worker = (await ScriptWorker.create({ timeoutMs: 1000, memoryMb: 32 })) as unknown as Worker;
+  const wasm = worker.sandbox.bridge.wasm;
+  if (wasm === undefined) throw new Error('the sandbox has no wasm J2T');
+  // Counts the texts the scan took, so that a scan that never takes anything fails the test.
+  let scanned = 0;
+  const scanFlat = wasm.scanFlat.bind(wasm);
+  wasm.scanFlat = (...args: number[]) => {
+    const keys = scanFlat(...args);
+    if (keys >= 0) scanned++;
+    return keys;
+  };
+  const rules = Object.entries(RULES).map(([uuid, body], version) => ({ uuid, version, actions: `Actions = { function(args) ${body} return 0 end }`, success: '', failed: '' }));
+  return {
+    run(payloads, scan) {
+      worker.sandbox.flatScan = scan;
+      const result = worker.handle({ kind: 'run', modelsVersion: 1, models: [MODEL, UNPUBLISHED], readOnlyModels: [], rulesEpoch: 1, liveRuleIds: Object.keys(RULES), rules, payloads });
+      const records = unpackOps(result.ops).map((op) => [op.payload, op.rule, op.modelId, op.kind, op.keys, op.values.slice(op.at, op.at + op.keys.length)]);
+      return { records, errors: result.errors, debug: result.debug, invocations: result.summaries.map((s) => [s.invocations, s.failures]) };
+    },
+    scanned: () => scanned,
+  };
+}
+
+/** Each run twice, scan off then on: the same answer, and how many texts the scan took. */
+async function compare(): Promise<(payloads: string[]) => number> {
+  const r = await runner();
+  return (payloads) => {
+    const parsed = r.run(payloads, false);
+    const before = r.scanned();
+    const scanned = r.run(payloads, true);
+    expect(scanned).toEqual(parsed);
+    return r.scanned() - before;
+  };
+}
+
+const TAKEN = [
+  '{}',
+  ' { } ',
+  '{"i":5,"n":-3,"f":12.345,"g":1e0}'.replace('1e0', '1'),
+  '{"i":5,"f":1.005,"g":-0.5,"b":true,"s":"ok","t":"any text at all","p":"45.5, -120.25"}',
+  '\t{\n "b" : false ,\r\n "i" : 1000 , "n" : 123456789012345 }\n',
+  '{"f":99.999,"g":0.1,"s":"12345678"}',
+  '{"i":1.0,"g":0.00000000000001,"t":"~!@#$%^&*()_+{}[]|:;<>?,./`\'"}',
+  '{"zz":1}',
+  '{"id":1}',
+  '{"i":"5"}',
+  '{"i":1001}',
+  '{"s":"123456789"}',
+  '{"p":"91,0"}',
+  '{"b":1}',
+  '{"i":2.5}',
+  '{"f":-0.001,"g":-1000}',
+];
+
+const NOT_TAKEN = [
+  '{"i":null}',
+  '{"i":-0}',
+  '{"g":-0.0}',
+  '{"g":1e3}',
+  '{"g":1234567890123456}',
+  '{"g":22.009999999999998}',
+  '{"s":"a\\"b"}',
+  '{"s":"é"}',
+  '{"s":"tab\there"}',
+  '{"i":1,"i":2}',
+  '{"__proto__":1}',
+  '{"i":[1]}',
+  '{"i":{}}',
+  '[{"i":1}]',
+  '{"i":01}',
+  '{"i":1.}',
+  '{"i":.5}',
+  '{"i":+1}',
+  '{"i":1,}',
+  '{"i":1} x',
+  '{"i" 1}',
+  '"x"',
+  '5',
+  '',
+  '{"i":1\u00a0}',
+];
+
+describe('json:J2T flat objects scanned in wasm, and rds:Save of their scan', () => {
+  it('takes the flat objects it reads exactly; the records and refusals are those of JSON.parse and checkRecord', async () => {
+    const check = await compare();
+    // Each payload goes through every rule; J2T runs once in each rule but twoTables, which runs it twice.
+    const j2tCalls = Object.keys(RULES).length + 1;
+    for (const text of TAKEN) expect(check([text]), text).toBe(j2tCalls);
+    for (const text of NOT_TAKEN) expect(check([text]), text).toBe(0);
+    expect(check(TAKEN)).toBe(TAKEN.length * j2tCalls);
+  });
+
+  it('generated flat objects, near-JSON and any text: the same records, errors and debug lines either way', async () => {
+    const check = await compare();
+    // Mostly the model's attributes: a record with any other key is refused whatever its values.
+    const key = fc.oneof(
+      { weight: 12, arbitrary: fc.constantFrom('i', 'n', 'f', 'g', 'b', 's', 't', 'p') },
+      { weight: 1, arbitrary: fc.constantFrom('I', 'zz', 'id', 'create_at', '__proto__', '1', '', 'constructor') },
+    );
+    const digits = (min: number, max: number) => fc.stringMatching(new RegExp(`^[0-9]{${min},${max}}$`));
+    const number = fc.oneof(
+      fc.integer().map(String),
+      fc.double({ noNaN: true, noDefaultInfinity: true }).map((d) => JSON.stringify(d)),
+      fc.tuple(fc.constantFrom('', '-', '+'), digits(1, 17), fc.option(digits(0, 17)), fc.option(fc.constantFrom('e1', 'E-2', 'e+0'))).map(
+        ([sign, whole, fraction, exponent]) => `${sign}${whole}${fraction === null ? '' : `.${fraction}`}${exponent ?? ''}`,
+      ),
+      fc.constantFrom('-0', '0', '-0.0', '0.0', '1.005', '-1000', '1000.0', '100.004', '99.995', '2.675', '-0.001', '-0.004', '-100.004'),
+      fc.integer({ min: -1100, max: 1100 }).map(String),
+    );
+    const string = fc.oneof(
+      fc.string({ unit: fc.constantFrom('a', 'Z', '0', ' ', ',', '.', '-', '~', '\x7f') }).map((s) => `"${s}"`),
+      fc.string({ unit: 'binary', maxLength: 12 }).map((s) => JSON.stringify(s)),
+      fc.constantFrom('"45.5,-120.25"', '" 1 , 2 "', '"90,180"', '"90.0001,0"', '"12345678"', '"123456789"'),
+    );
+    const value = fc.oneof(number, string, fc.constantFrom('true', 'false', 'null', '[]', '{}', '[1,"a"]', '{"a":1}'));
+    const space = fc.constantFrom('', '', ' ', '\n', '\t', '\r\n', '\u00a0');
+    const member = fc.tuple(space, key, space, value, space).map(([a, k, b, v, c]) => `${a}"${k}"${b}:${v}${c}`);
+    const object = fc.tuple(fc.array(member, { maxLength: 6 }), space).map(([members, s]) => `${s}{${members.join(',')}}${s}`);
+    const mangled = fc.tuple(object, fc.nat(), fc.constantFrom('', ',', '}', '"', ':', 'x', '\u00e9')).map(([text, at, insert]) => {
+      const cut = at % (text.length + 1);
+      return text.slice(0, cut) + insert + text.slice(cut + (insert === '' ? 1 : 0));
+    });
+    let scanned = 0;
+    fc.assert(
+      fc.property(fc.array(fc.oneof({ weight: 3, arbitrary: object }, { weight: 1, arbitrary: mangled }), { minLength: 1, maxLength: 8 }), (payloads) => {
+        scanned += check(payloads);
+      }),
+      { numRuns: 300 },
+    );
+    // The generators reach the scan: most objects are flat ones it takes.
+    expect(scanned).toBeGreaterThan(300);
+  });
+});
