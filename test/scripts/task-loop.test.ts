@@ -1,0 +1,55 @@
+/**
+ * A task's invocations run in one protected call: the prelude's loop asks `step` for each (lua-sandbox.ts
+ * invokeAll). Whatever ends one invocation (a soft time limit, an error raised outside the rule's own
+ * protected call, a rule that did not compile) ends only that one: the task goes on with the next, every
+ * other invocation stores its records, and each is counted once.
+ */
+import { describe, expect, it } from 'vitest';
+import type { Attribute, DataModel } from '../../src/models/types.js';
+import { ScriptWorker } from '../../src/scripts/lua/script-worker.js';
+import { unpackOps, type RuleScripts } from '../../src/scripts/shared/protocol.js';
+
+const ATTRIBUTE: Attribute = {
+  uuid: 'a-v', schemaId: 'M', name: 'v', label: 'v', type: 'STRING', rw: 'RW', unit: '', description: '',
+  rule: { defaultValue: '', min: 0, max: 0, trueLabel: '', falseLabel: '', round: 0 },
+};
+const MODEL: DataModel = { uuid: 'M', name: 'm', description: '', published: true, createdAtMs: 0, attributes: [ATTRIBUTE] };
+
+function rule(uuid: string, body: string): RuleScripts {
+  return { uuid, version: 1, actions: `Actions = { function(args) ${body} return 0 end }`, success: '', failed: '' };
+}
+
+// Saves the payload; on "spin" loops until the time limit; on "escape" raises an error whose tostring
+// raises in turn, which the prelude's invoke meets outside the rule's protected call, so it leaves the loop.
+const SAVER = rule(
+  'saver',
+  'if args == "spin" then while true do end end ' +
+    'if args == "escape" then error(setmetatable({}, { __tostring = function() error("tostring failed", 0) end })) end ' +
+    'local e = rds:Save("M", { v = args }) if e then Throw(e) end',
+);
+const SECOND = rule('second', 'local e = rds:Save("M", { v = "second " .. args }) if e then Throw(e) end');
+const BROKEN = rule('broken', 'this is not Lua');
+
+describe('one protected call a task', () => {
+  it('an invocation that times out or escapes the loop ends alone; the task goes on with the next one', async () => {
+    const worker = await ScriptWorker.create({ timeoutMs: 50, memoryMb: 32 });
+    const payloads = ['a', 'spin', 'b', 'escape', 'c', 'spin', 'escape', 'd'];
+    const rules = [SAVER, BROKEN, SECOND];
+    const result = worker.handle({ kind: 'run', modelsVersion: 1, models: [MODEL], readOnlyModels: [], rulesEpoch: 1, liveRuleIds: rules.map((r) => r.uuid), rules, payloads });
+    const stored = unpackOps(result.ops).map((op) => `${op.payload}:${op.rule}:${String(op.values[op.at])}`);
+    expect(stored).toEqual(payloads.flatMap((p, i) => [...(p === 'spin' || p === 'escape' ? [] : [`${i}:0:${p}`]), `${i}:2:second ${p}`]));
+    const errors = result.errors.map((e) => `${e.payload}:${e.rule}:${e.message.startsWith('rule did not compile: ') ? 'rule did not compile' : e.message}`);
+    expect(errors).toEqual(
+      payloads.flatMap((p, i) => [
+        ...(p === 'spin' ? [`${i}:0:time limit exceeded (50 ms)`] : p === 'escape' ? [`${i}:0:tostring failed`] : []),
+        `${i}:1:rule did not compile`,
+      ]),
+    );
+    expect(result.summaries.map((s) => [s.invocations, s.failures])).toEqual([
+      [8, 4],
+      [8, 8],
+      [8, 0],
+    ]);
+    expect(result.summaries.map((s) => s.histogram.reduce((a, b) => a + b, 0))).toEqual([8, 0, 8]);
+  });
+});
