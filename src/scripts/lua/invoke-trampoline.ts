@@ -1,7 +1,7 @@
 /**
  * emscripten's `invoke_vii` for wasmoon's module, without the debug build's cost. Lua's
- * `luaD_rawrunprotected` calls it for every protected call (two an invocation: `lua_pcallk` and
- * `__invoke`'s `pcall`); the glue's version formats two assertion messages, calls `stackSave` through
+ * `luaD_rawrunprotected` calls it for every protected call (the task's `lua_pcallk`, and one an
+ * invocation: the prelude's `invoke`'s `pcall`); the glue's version formats two assertion messages, calls `stackSave` through
  * `Function.apply`, and asks the wasm table for the function again only to assert that its cache holds it.
  *
  * Same semantics: a longjmp arrives as a thrown number, restores the stack and sets `setThrew`; anything

@@ -8,8 +8,9 @@
  * coroutine.resume / coroutine.close that catches anything raises the time-limit error again (asking
  * `__time_up`, not looking at the error, which a `<close>` handler or an xpcall handler may have
  * replaced), the allocator refuses large allocations, and the invocation is answered as timed out.
- * Sticky within the call only: compiles and invocations all enter Lua through `protectedCall`, which
- * starts a fresh clock and leaves none behind, so nothing one call ran into reaches the next.
+ * Sticky within the invocation only: compiles and tasks all enter Lua through `protectedCall`, which
+ * starts a fresh clock and leaves none behind, and `step` starts a fresh one for each invocation of a
+ * task, so nothing one invocation ran into reaches the next.
  *
  * Rules are compiled once into environments kept in the Lua registry, and JS calls them through raw
  * stack operations: wasmoon 1.16 corrupts memory after repeated `doString` calls that return values
@@ -344,7 +345,7 @@ export class LuaSandbox {
     return results;
   }
 
-  /** `__invoke`'s status and message, at 1 and 2 of the step's arguments. */
+  /** The prelude's `invoke`'s status and message, at 1 and 2 of the step's arguments. */
   private outcomeAt(L: number): InvokeOutcome {
     const { raw } = this;
     // A small integer: read as a double, without the BigInt lua_tointegerx makes.
