@@ -28,7 +28,7 @@ function compile() {
       '-Wl,--no-entry', '-Wl,--import-memory', '-Wl,--allow-undefined', '-Wl,--strip-all',
       '-Wl,-z,stack-size=0', '-Wl,--global-base=0',
       '-Wl,--export=j2t_array', '-Wl,--export=j2t_scratch_bytes',
-      '-Wl,--export=j2t_flat_scan', '-Wl,--export=j2t_flat_offset', '-Wl,--export=j2t_flat_bytes',
+      '-Wl,--export=j2t_flat_scan', '-Wl,--export=j2t_flat_offset', '-Wl,--export=j2t_flat_bytes', '-Wl,--export=j2t_table_scan',
       '-o', out, source,
     ], { stdio: ['ignore', 'inherit', 'inherit'] });
     const bytes = readFileSync(out);

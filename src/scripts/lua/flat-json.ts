@@ -1,7 +1,12 @@
 /**
- * A flat JSON object (a device's record) as j2t.c's `j2t_flat_scan` read it, without JSON.parse: where
- * each key and value sits in the text, and each number's value. The scan takes only texts it reads
- * exactly as JSON.parse does, and answers -1 for anything else, which then goes to JSON.parse as before:
+ * A flat record without JS objects: j2t.c's scans, read here.
+ *
+ * `j2t_table_scan` walks the table `rds:Save` was given, as the JS walk did: string keys, and string,
+ * number and boolean values (anything else answers -1, and the JS walk takes the table as before).
+ *
+ * `j2t_flat_scan` reads a flat JSON object (a device's record) without JSON.parse: where each key and
+ * value sits in the text, and each number's value. It takes only texts it reads exactly as JSON.parse
+ * does, and answers -1 for anything else, which then goes to JSON.parse as before:
  * - one object, JSON whitespace around its tokens, at most FLAT_KEYS_MAX keys, no key twice, no
  *   `__proto__` key;
  * - keys and string values of ASCII without control characters, `"` or `\` inside: no escapes, so an
@@ -11,6 +16,8 @@
  * A number's digits m and its scale 10^k are exact doubles (m < 10^15 < 2^53), so m / 10^k is correctly
  * rounded, as JSON.parse rounds the decimal it reads.
  */
+
+import { readCString } from './lua-raw.js';
 
 export const FLAT_KEYS_MAX = 64;
 
@@ -29,13 +36,19 @@ const VALUE_START_AT = KIND_AT + 4 * FLAT_KEYS_MAX;
 const VALUE_END_AT = VALUE_START_AT + 4 * FLAT_KEYS_MAX;
 export const FLAT_STRUCT_BYTES = VALUE_END_AT + 4 * FLAT_KEYS_MAX;
 
-/** What a scan found, copied out of wasm memory; reused from text to text (no garbage a record). */
+/**
+ * What a scan found, copied out of wasm memory; reused from scan to scan (no garbage a record). Its keys
+ * and string values are offsets in `text` (a J2T text), or, with no text, addresses in `heap` (the Lua
+ * strings of a table rds:Save was given, read as LuaBridge reads them).
+ */
 export class FlatScan {
   keys = 0;
+  text: string | undefined;
+  heap: Uint8Array = new Uint8Array(0);
   readonly keyStart = new Int32Array(FLAT_KEYS_MAX);
   readonly keyEnd = new Int32Array(FLAT_KEYS_MAX);
   readonly kind = new Uint8Array(FLAT_KEYS_MAX);
-  /** A string value's characters, between its quotes. */
+  /** A string value's characters (between its quotes, in a text). */
   readonly valueStart = new Int32Array(FLAT_KEYS_MAX);
   readonly valueEnd = new Int32Array(FLAT_KEYS_MAX);
   readonly number = new Float64Array(FLAT_KEYS_MAX);
@@ -59,9 +72,25 @@ export class FlatScan {
     }
   }
 
-  /** Whether key `i` of `text` is `name`. */
-  keyIs(text: string, i: number, name: string): boolean {
+  /** Whether key `i` is `name` (ASCII, as attribute names are). */
+  keyIs(i: number, name: string): boolean {
     const start = this.keyStart[i];
-    return this.keyEnd[i] - start === name.length && text.startsWith(name, start);
+    if (this.keyEnd[i] - start !== name.length) return false;
+    if (this.text !== undefined) return this.text.startsWith(name, start);
+    const heap = this.heap;
+    for (let c = 0; c < name.length; c++) if (heap[start + c] !== name.charCodeAt(c)) return false;
+    return true;
+  }
+
+  /** Value `i` as JSON.parse gives it from a text, or as LuaBridge reads it from a table. */
+  value(i: number): string | number | boolean {
+    switch (this.kind[i]) {
+      case FLAT_STRING:
+        return this.text !== undefined ? this.text.slice(this.valueStart[i], this.valueEnd[i]) : readCString(this.heap, this.valueStart[i], this.valueEnd[i] - this.valueStart[i]);
+      case FLAT_NUMBER:
+        return this.number[i];
+      default:
+        return this.kind[i] === FLAT_TRUE;
+    }
   }
 }

@@ -4,7 +4,8 @@
  * - A JSON array is decoded into its tables, and no JS value is made. The sample rule's Modbus payloads
  *   are arrays of `{tag, value}` objects, and JSON.parse plus building their tables from JS was about a
  *   fifth of its worker time (docs/performance.md, issue 32).
- * - A flat object is scanned (flat-json.ts), so that `rds:Save` of it needs no JSON.parse.
+ * - A flat object is scanned (flat-json.ts), so that `rds:Save` of it needs no JSON.parse; so is the
+ *   table `rds:Save` is given, so that its record needs no walk from JS and no record object.
  * What the module does not take (see j2t.c) it leaves to LuaBridge's JS path, which decodes it as before.
  */
 import { FLAT_STRUCT_BYTES, type FlatScan } from './flat-json.js';
@@ -13,6 +14,7 @@ import type { RawLua } from './lua-raw.js';
 
 const IMPORTED = [
   'lua_checkstack', 'lua_createtable', 'lua_rawseti', 'lua_pushlstring', 'lua_settable', 'lua_pushboolean', 'lua_pushinteger', 'lua_pushnumber',
+  'lua_next', 'lua_type', 'lua_tolstring', 'lua_tonumberx', 'lua_toboolean', 'lua_pushnil', 'lua_settop',
 ] as const;
 
 interface J2tInstance {
@@ -22,6 +24,7 @@ interface J2tInstance {
     j2t_flat_scan(scratch: number, text: number, length: number): number;
     j2t_flat_offset(): number;
     j2t_flat_bytes(): number;
+    j2t_table_scan(L: number, scratch: number, index: number): number;
   };
 }
 
@@ -82,15 +85,36 @@ export class WasmJ2t {
     return this.instance.exports.j2t_array(L, this.scratch, text, length) === 1;
   }
 
-  /** Reads the `length` bytes at `text` (a Lua string) into `scan` as a flat object: its number of keys, or -1. */
-  scanFlat(text: number, length: number, scan: FlatScan): number {
-    const keys = this.instance.exports.j2t_flat_scan(this.scratch, text, length);
+  /**
+   * Reads the `length` bytes at `pointer` (a Lua string whose JS text is `text`) into `scan` as a flat
+   * object: its number of keys, or -1.
+   */
+  scanFlat(pointer: number, length: number, text: string, scan: FlatScan): number {
+    const keys = this.instance.exports.j2t_flat_scan(this.scratch, pointer, length);
     if (keys < 0) return -1;
+    this.copy(scan, keys);
+    scan.text = text;
+    return keys;
+  }
+
+  /**
+   * Reads the table at `index` (absolute) of L into `scan`: its number of entries, or -1. The scan names
+   * the table's strings in `heap`, valid while the table is not changed and nothing allocates.
+   */
+  scanTable(L: number, index: number, heap: Uint8Array, scan: FlatScan): number {
+    const keys = this.instance.exports.j2t_table_scan(L, this.scratch, index);
+    if (keys < 0) return -1;
+    this.copy(scan, keys);
+    scan.text = undefined;
+    scan.heap = heap;
+    return keys;
+  }
+
+  private copy(scan: FlatScan, keys: number): void {
     if (this.i32.buffer !== this.memory.buffer) {
       this.i32 = new Int32Array(this.memory.buffer);
       this.f64 = new Float64Array(this.memory.buffer);
     }
     scan.copyFrom(this.i32, this.f64, this.flat, keys);
-    return keys;
   }
 }

@@ -31,6 +31,17 @@ extern void lua_pushboolean(lua_State *L, int b);
 extern void lua_rawseti(lua_State *L, int index, lua_Integer n);
 extern void lua_settable(lua_State *L, int index);
 extern int lua_checkstack(lua_State *L, int n);
+extern int lua_next(lua_State *L, int index);
+extern int lua_type(lua_State *L, int index);
+extern const char *lua_tolstring(lua_State *L, int index, size_t *len);
+extern double lua_tonumberx(lua_State *L, int index, int *isnum);
+extern int lua_toboolean(lua_State *L, int index);
+extern void lua_pushnil(lua_State *L);
+extern void lua_settop(lua_State *L, int index);
+
+#define LUA_TBOOLEAN 1
+#define LUA_TNUMBER 3
+#define LUA_TSTRING 4
 
 #define J2T_TAKEN 1
 #define J2T_NOT_TAKEN 0
@@ -45,7 +56,10 @@ extern int lua_checkstack(lua_State *L, int n);
 #define FLAT_TRUE 3
 #define FLAT_FALSE 4
 
-/* What j2t_flat_scan found: where each key and value sits in the text, each number's value (flat-json.ts reads it). */
+/*
+ * What j2t_flat_scan found (where each key and string value sits in the text, as offsets) or
+ * j2t_table_scan (as addresses of the Lua strings), and each number's value (flat-json.ts reads it).
+ */
 struct flat {
   int keys;
   int unused;
@@ -59,6 +73,8 @@ struct flat {
 
 struct scratch {
   struct flat flat;
+  /* lua_tolstring's out-parameter: nothing may live on the C stack. */
+  size_t length;
   const unsigned char *text;
   unsigned pos;
   unsigned end;
@@ -457,6 +473,55 @@ int j2t_flat_scan(struct scratch *s, const unsigned char *text, unsigned length)
   }
   skip_space(s);
   if (s->pos != s->end) return -1;
+  f->keys = count;
+  return count;
+}
+
+/* ---- rds:Save's record table (flat-json.ts) ---- */
+
+/* The value on top of L's stack into slot `slot`; 0 for what is not a string, number or boolean. */
+static int table_value(lua_State *L, struct scratch *s, struct flat *f, int slot) {
+  int type = lua_type(L, -1);
+  if (type == LUA_TNUMBER) {
+    f->number[slot] = lua_tonumberx(L, -1, 0);
+    f->kind[slot] = FLAT_NUMBER;
+    return 1;
+  }
+  if (type == LUA_TSTRING) {
+    const char *value = lua_tolstring(L, -1, &s->length);
+    f->value_start[slot] = (int)value;
+    f->value_end[slot] = (int)(value + s->length);
+    f->kind[slot] = FLAT_STRING;
+    return 1;
+  }
+  if (type == LUA_TBOOLEAN) {
+    f->kind[slot] = lua_toboolean(L, -1) ? FLAT_TRUE : FLAT_FALSE;
+    return 1;
+  }
+  return 0;
+}
+
+/*
+ * The table at `index` (absolute) of L, walked with lua_next as rds:Save's JS walk does: its number of
+ * entries, with s->flat holding the addresses of their key strings and string values; -1, and the stack
+ * as it was, for a key that is not a string, a value that is not a string, number or boolean, or more
+ * than FLAT_KEYS_MAX entries. The strings stay where the table holds them while it is not changed.
+ */
+int j2t_table_scan(lua_State *L, struct scratch *s, int index) {
+  struct flat *f = &s->flat;
+  int count = 0;
+  lua_pushnil(L);
+  while (lua_next(L, index)) {
+    if (count >= FLAT_KEYS_MAX || lua_type(L, -2) != LUA_TSTRING || !table_value(L, s, f, count)) {
+      lua_settop(L, -3);
+      return -1;
+    }
+    const char *key = lua_tolstring(L, -2, &s->length);
+    f->key_start[count] = (int)key;
+    f->key_end[count] = (int)(key + s->length);
+    count++;
+    lua_settop(L, -2);
+  }
   f->keys = count;
   return count;
 }

@@ -9,7 +9,7 @@
  * every odd case keeps its former result.
  */
 import type { LuaWasm } from 'wasmoon';
-import { FLAT_NUMBER, FLAT_STRING, FLAT_TRUE, FlatScan } from './flat-json.js';
+import { FlatScan } from './flat-json.js';
 import { decodeGoBase64 } from './go-base64.js';
 import type { WasmJ2t } from './j2t-wasm.js';
 import { LUA_REGISTRYINDEX, LUA_TBOOLEAN, LUA_TNUMBER, LUA_TSTRING, LUA_TTABLE, readCString, type RawLua, type WasmStrings } from './lua-raw.js';
@@ -31,10 +31,10 @@ export interface RecordStore {
    */
   storeUnordered?(kind: 'save' | 'update', uuid: string, record: Record<string, unknown>): string | undefined | null;
   /**
-   * The same for the flat object `text` as `scan` read it (flat-json.ts), without JSON.parse: null when
-   * it leaves the record to `storeUnordered` of the parsed object (a refusal, a value it does not take).
+   * The same for a record as a scan read it (flat-json.ts: a J2T text, or the table given), without a
+   * record object: null when it leaves the record to the other two (a refusal, a value it does not take).
    */
-  storeScanned?(kind: 'save' | 'update', uuid: string, text: string, scan: FlatScan): string | undefined | null;
+  storeScanned?(kind: 'save' | 'update', uuid: string, scan: FlatScan): string | undefined | null;
 }
 
 /**
@@ -144,10 +144,12 @@ export class LuaBridge {
   /** Its JSON text (undefined: no lazy table this invocation), parsed only when needed. */
   private newestLazySource: string | undefined;
   private newestLazyValue: Record<string, unknown> | undefined;
-  /** Its text was read by scanFlatObject into `scan`, which holds it until the next J2T. */
+  /** Its text was scanned into `textScan`, which holds it until the next J2T. */
   private newestLazyScanned = false;
   private newestLazyReads = 0;
-  private readonly scan = new FlatScan();
+  private readonly textScan = new FlatScan();
+  /** The table of the running rds:Save, scanned (held for that call only). */
+  private readonly tableScan = new FlatScan();
   /**
    * The last long string a lazy read pushed, held in a registry slot so its address stays its own: J2T of
    * it (`json:J2T(ev.payload)`) takes the JS text instead of decoding the bytes again.
@@ -158,8 +160,8 @@ export class LuaBridge {
   private keptStringText = '';
   /** Off: every J2T text takes the JS path, also where `wasm` could decode it (LuaSandbox.wasmArrays). */
   useWasmArrays = true;
-  /** Off: every flat object is parsed by JSON.parse at once (LuaSandbox.flatScan). */
-  useFlatScan = true;
+  /** Off: every flat object is parsed by JSON.parse at once, and rds:Save walks its table from JS (LuaSandbox.wasmScans). */
+  useWasmScans = true;
 
   constructor(
     private readonly lua: LuaWasm,
@@ -280,9 +282,9 @@ export class LuaBridge {
    * else looks into it parses it then.
    */
   private parseAndPush(L: number, text: string, pointer = 0, length = 0): number {
-    if (pointer !== 0 && this.useFlatScan && this.wasm !== undefined && length <= LAZY_TEXT_MAX) {
+    if (pointer !== 0 && this.useWasmScans && this.wasm !== undefined && length <= LAZY_TEXT_MAX) {
       // Taken only for ASCII without NUL: `text` is the bytes at `pointer`, offset for offset.
-      const keys = this.wasm.scanFlat(pointer, length, this.scan);
+      const keys = this.wasm.scanFlat(pointer, length, text, this.textScan);
       if (keys >= 0) {
         this.pushLazy(L, keys, text, undefined, pointer, length);
         return 1;
@@ -368,19 +370,8 @@ export class LuaBridge {
 
   /** `key`'s value in the newest lazy table's scan, as JSON.parse would give it. */
   private scannedItem(key: string): unknown {
-    const { scan } = this;
-    const text = this.newestLazySource!;
-    for (let i = 0; i < scan.keys; i++) {
-      if (!scan.keyIs(text, i, key)) continue;
-      switch (scan.kind[i]) {
-        case FLAT_STRING:
-          return text.slice(scan.valueStart[i], scan.valueEnd[i]);
-        case FLAT_NUMBER:
-          return scan.number[i];
-        default:
-          return scan.kind[i] === FLAT_TRUE;
-      }
-    }
+    const scan = this.textScan;
+    for (let i = 0; i < scan.keys; i++) if (scan.keyIs(i, key)) return scan.value(i);
     return undefined;
   }
 
@@ -528,7 +519,7 @@ export class LuaBridge {
         // Untouched since J2T: the parsed object is the record a walk of the table would give.
         const uuid = strings.read(L, 1);
         if (this.newestLazyScanned && this.host.storeScanned && raw.lua_topointer(L, 2) === this.newestLazyTable) {
-          const error = this.host.storeScanned(kind, uuid, this.newestLazySource!, this.scan);
+          const error = this.host.storeScanned(kind, uuid, this.textScan);
           if (error !== null) {
             if (error === undefined) raw.lua_pushboolean(L, 0);
             else strings.pushC(L, error);
@@ -548,6 +539,18 @@ export class LuaBridge {
     if (raw.lua_type(L, 1) !== LUA_TSTRING || raw.lua_type(L, 2) !== LUA_TTABLE) {
       raw.lua_pushboolean(L, 1);
       return 1;
+    }
+    if (kind === 'save' && this.useWasmScans && this.host.storeScanned && this.wasm !== undefined) {
+      // Read before the scan: decoding the uuid allocates nothing in Lua, but the scan's strings must stay put.
+      const uuid = strings.read(L, 1);
+      if (this.wasm.scanTable(L, 2, this.lua.module.HEAPU8, this.tableScan) >= 0) {
+        const error = this.host.storeScanned(kind, uuid, this.tableScan);
+        if (error !== null) {
+          if (error === undefined) raw.lua_pushboolean(L, 0);
+          else strings.pushC(L, error);
+          return 1;
+        }
+      }
     }
     const input: Record<string, unknown> = {};
     raw.lua_pushnil(L);

@@ -23,8 +23,8 @@ export interface LibHost {
   store(kind: 'save' | 'update', uuid: unknown, record: Record<string, unknown>): string | undefined;
   /** See RecordStore (lua-bridge.ts): a refusal that may depend on key order answers null. */
   storeUnordered?(kind: 'save' | 'update', uuid: string, record: Record<string, unknown>): string | undefined | null;
-  /** See RecordStore (lua-bridge.ts): a flat object's save from its scan, null to leave it to storeUnordered. */
-  storeScanned?(kind: 'save' | 'update', uuid: string, text: string, scan: FlatScan): string | undefined | null;
+  /** See RecordStore (lua-bridge.ts): a save from a scan of its record, null to leave it to the other two. */
+  storeScanned?(kind: 'save' | 'update', uuid: string, scan: FlatScan): string | undefined | null;
   debug(message: string): void;
 }
 
@@ -275,7 +275,9 @@ local libs = {
   json = {
     J2T = function(_, s)
       local ts = type(s)
-      if ts ~= 'string' and ts ~= 'number' then rawerror("bad argument #1 to 'J2T' (string expected, got " .. ts .. ')', 2) end
+      -- A string is its own tostring (the string metatable is locked): no call for the usual case.
+      if ts == 'string' then return j2t(s) end
+      if ts ~= 'number' then rawerror("bad argument #1 to 'J2T' (string expected, got " .. ts .. ')', 2) end
       return j2t(tostring(s))
     end,
     -- RHILEX's: base64 (Go's StdEncoding: padded, newlines skipped) then J2T; (nil, err) on either error.

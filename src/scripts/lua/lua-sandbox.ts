@@ -372,15 +372,16 @@ export class LuaSandbox {
   }
 
   /**
-   * Whether J2T scans flat objects in wasm, so that `rds:Save` of one takes the scan without JSON.parse (on
-   * by default, when the instance allows it). Off, they are parsed at once, as the differential tests compare.
+   * Whether J2T scans flat objects in wasm, and `rds:Save` its record table, so that a save of either
+   * takes the scan without JSON.parse, a walk from JS or a record object (on by default, when the instance
+   * allows it). Off, they take the JS path, as the differential tests compare.
    */
-  get flatScan(): boolean {
-    return this.bridge.wasm !== undefined && this.bridge.useFlatScan;
+  get wasmScans(): boolean {
+    return this.bridge.wasm !== undefined && this.bridge.useWasmScans;
   }
 
-  set flatScan(on: boolean) {
-    this.bridge.useFlatScan = on;
+  set wasmScans(on: boolean) {
+    this.bridge.useWasmScans = on;
   }
 
   memoryUsed(): number {

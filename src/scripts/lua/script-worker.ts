@@ -62,11 +62,11 @@ class InvocationContext implements LibHost {
     return this.storeChecked(kind, uuid, input, false);
   }
 
-  /** A save of a flat object as scanFlatObject read it: null where checkScannedSave leaves it to checkRecord. */
-  storeScanned(kind: 'save' | 'update', uuid: string, text: string, scan: FlatScan): string | undefined | null {
+  /** A save of a scanned record (flat-json.ts): null where checkScannedSave leaves it to checkRecord. */
+  storeScanned(kind: 'save' | 'update', uuid: string, scan: FlatScan): string | undefined | null {
     const model = this.models.get(uuid);
     if (!model || kind !== 'save') return null;
-    const bytes = checkScannedSave(model, text, scan, this.scannedValues, this.scannedKeySlots);
+    const bytes = checkScannedSave(model, scan, this.scannedValues, this.scannedKeySlots);
     if (bytes < 0) return null;
     const refusal = this.admit(uuid, model, bytes);
     if (refusal !== undefined) return refusal;
