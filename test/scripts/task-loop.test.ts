@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Attribute, DataModel } from '../../src/models/types.js';
 import { ScriptWorker } from '../../src/scripts/lua/script-worker.js';
-import { unpackOps, type RuleScripts } from '../../src/scripts/shared/protocol.js';
+import { unpackOps, type RuleScripts, type RunResult, type RunTask } from '../../src/scripts/shared/protocol.js';
 
 const ATTRIBUTE: Attribute = {
   uuid: 'a-v', schemaId: 'M', name: 'v', label: 'v', type: 'STRING', rw: 'RW', unit: '', description: '',
@@ -35,7 +35,8 @@ describe('one protected call a task', () => {
     const worker = await ScriptWorker.create({ timeoutMs: 50, memoryMb: 32 });
     const payloads = ['a', 'spin', 'b', 'escape', 'c', 'spin', 'escape', 'd'];
     const rules = [SAVER, BROKEN, SECOND];
-    const result = worker.handle({ kind: 'run', modelsVersion: 1, models: [MODEL], readOnlyModels: [], rulesEpoch: 1, liveRuleIds: rules.map((r) => r.uuid), rules, payloads });
+    const task: RunTask = { kind: 'run', modelsVersion: 1, models: [MODEL], readOnlyModels: [], rulesEpoch: 1, liveRuleIds: rules.map((r) => r.uuid), rules, payloads };
+    const result = worker.handle(task) as RunResult;
     const stored = unpackOps(result.ops).map((op) => `${op.payload}:${op.rule}:${String(op.values[op.at])}`);
     expect(stored).toEqual(payloads.flatMap((p, i) => [...(p === 'spin' || p === 'escape' ? [] : [`${i}:0:${p}`]), `${i}:2:second ${p}`]));
     const errors = result.errors.map((e) => `${e.payload}:${e.rule}:${e.message.startsWith('rule did not compile: ') ? 'rule did not compile' : e.message}`);
