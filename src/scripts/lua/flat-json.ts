@@ -11,10 +11,12 @@
  *   `__proto__` key;
  * - keys and string values of ASCII without control characters, `"` or `\` inside: no escapes, so an
  *   offset in the bytes is the same offset in the JS string;
- * - values: such strings, `true`, `false`, and numbers of at most 15 digits without an exponent
+ * - values: such strings, `true`, `false`, and numbers of at most 17 digits without an exponent
  *   (`-?(0|[1-9][0-9]*)(\.[0-9]+)?`), except minus zero. Not `null`, no arrays or objects.
- * A number's digits m and its scale 10^k are exact doubles (m < 10^15 < 2^53), so m / 10^k is correctly
- * rounded, as JSON.parse rounds the decimal it reads.
+ * Of a number of at most 15 digits, the digits m and the scale 10^k are exact doubles (m < 10^15 < 2^53),
+ * so j2t.c's m / 10^k is correctly rounded, as JSON.parse rounds the decimal it reads. A longer one (a
+ * float printed in full, `22.009999999999998`) is converted here, by Number() of its text, which rounds
+ * as JSON.parse does.
  */
 
 import { readCString } from './lua-raw.js';
@@ -26,6 +28,8 @@ export const FLAT_STRING = 1;
 export const FLAT_NUMBER = 2;
 export const FLAT_TRUE = 3;
 export const FLAT_FALSE = 4;
+/** A number j2t.c leaves to Number() of its text (value start and end); copyFrom converts it. */
+const FLAT_NUMBER_TEXT = 5;
 
 /** j2t.c's struct flat, in bytes: keys (int) and padding, then number[64] (double), then five int[64]. */
 const NUMBER_AT = 8;
@@ -53,8 +57,11 @@ export class FlatScan {
   readonly valueEnd = new Int32Array(FLAT_KEYS_MAX);
   readonly number = new Float64Array(FLAT_KEYS_MAX);
 
-  /** Takes the `keys` entries of the struct flat at byte `base` of the memory both views cover. */
-  copyFrom(i32: Int32Array, f64: Float64Array, base: number, keys: number): void {
+  /**
+   * Takes the `keys` entries of the struct flat at byte `base` of the memory both views cover; false for
+   * a text whose number is minus zero, which the lazy path leaves to JSON.parse.
+   */
+  copyFrom(i32: Int32Array, f64: Float64Array, base: number, keys: number, text?: string): boolean {
     this.keys = keys;
     const ints = base >> 2;
     const doubles = base >> 3;
@@ -68,8 +75,14 @@ export class FlatScan {
         this.valueEnd[i] = i32[ints + VALUE_END_AT / 4 + i];
       } else if (kind === FLAT_NUMBER) {
         this.number[i] = f64[doubles + NUMBER_AT / 8 + i];
+      } else if (kind === FLAT_NUMBER_TEXT && text !== undefined) {
+        const number = Number(text.slice(i32[ints + VALUE_START_AT / 4 + i], i32[ints + VALUE_END_AT / 4 + i]));
+        if (number === 0 && 1 / number < 0) return false;
+        this.kind[i] = FLAT_NUMBER;
+        this.number[i] = number;
       }
     }
+    return true;
   }
 
   /** Whether key `i` is `name` (ASCII, as attribute names are). */

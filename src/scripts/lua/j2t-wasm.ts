@@ -91,8 +91,7 @@ export class WasmJ2t {
    */
   scanFlat(pointer: number, length: number, text: string, scan: FlatScan): number {
     const keys = this.instance.exports.j2t_flat_scan(this.scratch, pointer, length);
-    if (keys < 0) return -1;
-    this.copy(scan, keys);
+    if (keys < 0 || !this.copy(scan, keys, text)) return -1;
     scan.text = text;
     return keys;
   }
@@ -110,11 +109,11 @@ export class WasmJ2t {
     return keys;
   }
 
-  private copy(scan: FlatScan, keys: number): void {
+  private copy(scan: FlatScan, keys: number, text?: string): boolean {
     if (this.i32.buffer !== this.memory.buffer) {
       this.i32 = new Int32Array(this.memory.buffer);
       this.f64 = new Float64Array(this.memory.buffer);
     }
-    scan.copyFrom(this.i32, this.f64, this.flat, keys);
+    return scan.copyFrom(this.i32, this.f64, this.flat, keys, text);
   }
 }

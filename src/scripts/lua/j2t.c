@@ -55,6 +55,9 @@ extern void lua_settop(lua_State *L, int index);
 #define FLAT_NUMBER 2
 #define FLAT_TRUE 3
 #define FLAT_FALSE 4
+/* A number of more digits than one division rounds exactly: its text, for JS's Number() (flat-json.ts). */
+#define FLAT_NUMBER_TEXT 5
+#define FLAT_TEXT_DIGITS_MAX 17
 
 /*
  * What j2t_flat_scan found (where each key and string value sits in the text, as offsets) or
@@ -75,6 +78,8 @@ struct scratch {
   struct flat flat;
   /* lua_tolstring's out-parameter: nothing may live on the C stack. */
   size_t length;
+  /* The digits of the number scan_number last read. */
+  unsigned digits;
   const unsigned char *text;
   unsigned pos;
   unsigned end;
@@ -111,8 +116,8 @@ static int scan_string(struct scratch *s) {
   return 0;
 }
 
-/* At the first character of a number: moves past it; 0 for what is not taken. */
-static int scan_number(struct scratch *s) {
+/* At the first character of a number: moves past it; 0 for what is not taken. s->digits: how many it has. */
+static int scan_number(struct scratch *s, unsigned digits_max) {
   unsigned digits = 0;
   if (s->text[s->pos] == '-') s->pos++;
   if (s->pos >= s->end) return 0;
@@ -142,7 +147,8 @@ static int scan_number(struct scratch *s) {
     c = s->text[s->pos];
     if (c == 'e' || c == 'E' || (c >= '0' && c <= '9')) return 0;
   }
-  return digits <= J2T_DIGITS_MAX;
+  s->digits = digits;
+  return digits <= digits_max;
 }
 
 /* true or false (no string literal: static data would land in the instance's memory). */
@@ -268,7 +274,7 @@ static int scan_value(struct scratch *s, unsigned depth) {
   if (c == '{') return scan_object(s, depth);
   if (c == '"') return scan_string(s);
   if (c == 't' || c == 'f') return scan_boolean(s);
-  if (c == '-' || (c >= '0' && c <= '9')) return scan_number(s);
+  if (c == '-' || (c >= '0' && c <= '9')) return scan_number(s, J2T_DIGITS_MAX);
   return 0;
 }
 
@@ -427,8 +433,13 @@ static int flat_value(struct scratch *s, struct flat *f, int slot) {
     f->kind[slot] = c == 't' ? FLAT_TRUE : FLAT_FALSE;
     return 1;
   }
-  if (c == '-' || (c >= '0' && c <= '9')) return scan_number(s) && flat_number(f, slot, s->text, start, s->pos);
-  return 0;
+  if (c != '-' && (c < '0' || c > '9')) return 0;
+  if (!scan_number(s, FLAT_TEXT_DIGITS_MAX)) return 0;
+  if (s->digits <= J2T_DIGITS_MAX) return flat_number(f, slot, s->text, start, s->pos);
+  f->kind[slot] = FLAT_NUMBER_TEXT;
+  f->value_start[slot] = (int)start;
+  f->value_end[slot] = (int)s->pos;
+  return 1;
 }
 
 static int flat_member(struct scratch *s, struct flat *f, int count) {

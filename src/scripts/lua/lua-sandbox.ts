@@ -41,7 +41,8 @@ export interface InvokeOutcome {
  */
 export interface InvocationVisitor {
   starting(payload: number, rule: number): void;
-  ended(payload: number, rule: number, outcome: InvokeOutcome): void;
+  /** `status`: INVOKE_*, with the message `invoke` answered (no object an invocation: this runs for every payload). */
+  ended(payload: number, rule: number, status: number, message: string | undefined): void;
   skipped(payload: number, rule: number): void;
 }
 
@@ -255,8 +256,8 @@ export class LuaSandbox {
     let outcome: InvokeOutcome | undefined;
     this.invokeAll([envRef], [payload], {
       starting: () => {},
-      ended: (_p, _r, o) => {
-        outcome = o;
+      ended: (_p, _r, status, message) => {
+        outcome = message === undefined ? { status } : { status, message };
       },
       skipped: () => {},
     });
@@ -288,7 +289,8 @@ export class LuaSandbox {
         if (end.rc === 0 || task.done) break;
         if (!task.active) throw new Error(`the task loop failed outside an invocation: ${this.popError()}`);
         task.active = false;
-        visitor.ended(task.payload, task.rule, end.timedOut ? this.timeoutOutcome() : { status: INVOKE_ERROR, message: this.popError() });
+        if (end.timedOut) visitor.ended(task.payload, task.rule, INVOKE_TIMEOUT, timeoutMessage(this.limits));
+        else visitor.ended(task.payload, task.rule, INVOKE_ERROR, this.popError());
       }
       if (!task.done) throw new Error('the task loop ended before its last invocation');
     } finally {
@@ -307,7 +309,9 @@ export class LuaSandbox {
     if (task.active) {
       task.active = false;
       this.bridge.endInvocation();
-      task.visitor.ended(task.payload, task.rule, this.clock.expired ? this.timeoutOutcome() : this.outcomeAt(L));
+      if (this.clock.expired) task.visitor.ended(task.payload, task.rule, INVOKE_TIMEOUT, timeoutMessage(this.limits));
+      // A small integer: read as a double, without the BigInt lua_tointegerx makes.
+      else task.visitor.ended(task.payload, task.rule, this.raw.lua_tonumberx(L, 1, 0), this.raw.lua_type(L, 2) === LUA_TSTRING ? this.readMessage(L, 2) : undefined);
     }
     let envRef: number | undefined;
     do {
@@ -343,19 +347,6 @@ export class LuaSandbox {
     }
     this.clock.start(this.limits.timeoutMs);
     return results;
-  }
-
-  /** The prelude's `invoke`'s status and message, at 1 and 2 of the step's arguments. */
-  private outcomeAt(L: number): InvokeOutcome {
-    const { raw } = this;
-    // A small integer: read as a double, without the BigInt lua_tointegerx makes.
-    const status = raw.lua_tonumberx(L, 1, 0);
-    const message = raw.lua_type(L, 2) === LUA_TSTRING ? this.readMessage(L, 2) : undefined;
-    return message === undefined ? { status } : { status, message };
-  }
-
-  private timeoutOutcome(): InvokeOutcome {
-    return { status: INVOKE_TIMEOUT, message: timeoutMessage(this.limits) };
   }
 
   /**

@@ -186,15 +186,15 @@ export class ScriptWorker {
           ctx.recordsThisInvocation = 0;
           ctx.bytesThisInvocation = 0;
         },
-        ended(payload, rule, outcome) {
+        ended(payload, rule, status, message) {
           const summary = result.summaries[rule];
           summary.invocations++;
           const ended = performance.now();
           recordDuration(summary.histogram, ended - started);
           started = ended;
-          if (outcome.status === INVOKE_ERROR || outcome.status === INVOKE_TIMEOUT) {
-            const { message, line } = splitPosition(outcome.message ?? 'error');
-            failed(payload, rule, message, line);
+          if (status === INVOKE_ERROR || status === INVOKE_TIMEOUT) {
+            const position = splitPosition(message ?? 'error');
+            failed(payload, rule, position.message, position.line);
           }
         },
         skipped(payload, rule) {

@@ -125,8 +125,8 @@ export class OpPacker {
   private shapes: string[][] = [];
   private modelIds: string[] = [];
   private readonly modelIndex = new Map<string, number>();
-  /** The last shape used per model and kind: the usual next one. */
-  private readonly lastShape = new Map<string, number>();
+  /** The last shape used per model, for saves and for updates: the usual next one. */
+  private readonly lastShape = [new Map<string, number>(), new Map<string, number>()];
 
   get count(): number {
     return this.meta.length / OP_FIELDS;
@@ -140,10 +140,9 @@ export class OpPacker {
       this.modelIndex.set(modelId, model);
     }
     const kindCode = kind === 'save' ? 0 : 1;
-    const shapeKey = `${kindCode}${modelId}`;
     const values = this.values;
     const start = values.length;
-    let shape = this.lastShape.get(shapeKey);
+    let shape = this.lastShape[kindCode].get(modelId);
     let keys = shape === undefined ? undefined : this.shapes[shape];
     let i = 0;
     for (const key in record) {
@@ -154,7 +153,7 @@ export class OpPacker {
     if (keys === undefined || keys.length !== i) {
       shape = this.shapes.length;
       this.shapes.push(Object.keys(record));
-      this.lastShape.set(shapeKey, shape);
+      this.lastShape[kindCode].set(modelId, shape);
       if (this.shapes[shape].length !== values.length - start) throw new Error('record keys changed while packing');
     }
     this.meta.push(payload, rule, model, kindCode, shape!);
@@ -169,12 +168,11 @@ export class OpPacker {
       this.modelIndex.set(modelId, model);
     }
     const kindCode = kind === 'save' ? 0 : 1;
-    const shapeKey = `${kindCode}${modelId}`;
-    let shape = this.lastShape.get(shapeKey);
+    let shape = this.lastShape[kindCode].get(modelId);
     if (shape === undefined || !sameKeys(this.shapes[shape], keys)) {
       shape = this.shapes.length;
       this.shapes.push(keys as string[]);
-      this.lastShape.set(shapeKey, shape);
+      this.lastShape[kindCode].set(modelId, shape);
     }
     for (let i = 0; i < keys.length; i++) this.values.push(values[i]);
     this.meta.push(payload, rule, model, kindCode, shape);
