@@ -133,12 +133,7 @@ export class OpPacker {
   }
 
   add(payload: number, rule: number, modelId: string, kind: 'save' | 'update', record: Record<string, unknown>): void {
-    let model = this.modelIndex.get(modelId);
-    if (model === undefined) {
-      model = this.modelIds.length;
-      this.modelIds.push(modelId);
-      this.modelIndex.set(modelId, model);
-    }
+    const model = this.modelNumber(modelId);
     const kindCode = kind === 'save' ? 0 : 1;
     const values = this.values;
     const start = values.length;
@@ -161,12 +156,7 @@ export class OpPacker {
 
   /** add() of the record whose keys are `keys` and values values[0 .. keys.length), the shape's array kept as given. */
   addValues(payload: number, rule: number, modelId: string, kind: 'save' | 'update', keys: readonly string[], values: readonly unknown[]): void {
-    let model = this.modelIndex.get(modelId);
-    if (model === undefined) {
-      model = this.modelIds.length;
-      this.modelIds.push(modelId);
-      this.modelIndex.set(modelId, model);
-    }
+    const model = this.modelNumber(modelId);
     const kindCode = kind === 'save' ? 0 : 1;
     let shape = this.lastShape[kindCode].get(modelId);
     if (shape === undefined || !sameKeys(this.shapes[shape], keys)) {
@@ -176,6 +166,17 @@ export class OpPacker {
     }
     for (let i = 0; i < keys.length; i++) this.values.push(values[i]);
     this.meta.push(payload, rule, model, kindCode, shape);
+  }
+
+  /** The model's index in modelIds, added on its first op. */
+  private modelNumber(modelId: string): number {
+    let model = this.modelIndex.get(modelId);
+    if (model === undefined) {
+      model = this.modelIds.length;
+      this.modelIds.push(modelId);
+      this.modelIndex.set(modelId, model);
+    }
+    return model;
   }
 
   finish(): PackedOps {
