@@ -53,4 +53,15 @@ describe('one protected call a task', () => {
     ]);
     expect(result.summaries.map((s) => s.histogram.reduce((a, b) => a + b, 0))).toEqual([8, 0, 8]);
   });
+
+  it('the payload after one that timed out is pushed under a fresh clock, however large', async () => {
+    const worker = await ScriptWorker.create({ timeoutMs: 50, memoryMb: 32 });
+    const length = rule('length', 'if args == "spin" then while true do end end local e = rds:Save("M", { v = tostring(#args) }) if e then Throw(e) end');
+    // 100 KB: an allocation the allocator refuses while the clock says time is up (soft-limit.test.ts).
+    const payloads = ['spin', 'x'.repeat(100_000), 'spin', 'y'.repeat(200_000)];
+    const task: RunTask = { kind: 'run', modelsVersion: 1, models: [MODEL], readOnlyModels: [], rulesEpoch: 1, liveRuleIds: ['length'], rules: [length], payloads };
+    const result = worker.handle(task) as RunResult;
+    expect(unpackOps(result.ops).map((op) => `${op.payload}:${String(op.values[op.at])}`)).toEqual(['1:100000', '3:200000']);
+    expect(result.errors.map((e) => `${e.payload}:${e.message}`)).toEqual(['0:time limit exceeded (50 ms)', '2:time limit exceeded (50 ms)']);
+  });
 });

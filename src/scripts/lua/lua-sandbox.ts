@@ -275,6 +275,7 @@ export class LuaSandbox {
    * a memory error there) ends the invocation it was in, and a new protected call goes on from the next.
    */
   invokeAll(envRefs: readonly (number | undefined)[], payloads: readonly string[], visitor: InvocationVisitor): void {
+    if (envRefs.length === 0 || payloads.length === 0) return;
     const { raw, state } = this;
     const task: TaskCursor = { envRefs, payloads, visitor, payload: 0, rule: -1, active: false, done: false, pushed: -1 };
     this.task = task;
@@ -328,6 +329,9 @@ export class LuaSandbox {
     } while (envRef === undefined);
     task.active = true;
     task.visitor.starting(task.payload, task.rule);
+    // Before the payload is pushed: the allocator refuses large allocations while the last invocation's
+    // clock says its time is up, and a large payload is one.
+    this.clock.start(this.limits.timeoutMs);
     if (envRef !== this.envRef) {
       this.envRef = envRef;
       this.envRefBig = BigInt(envRef);
@@ -345,7 +349,6 @@ export class LuaSandbox {
       this.bridge.setPayload(L, raw.lua_gettop(L), task.payloads[task.payload]);
       results = 2;
     }
-    this.clock.start(this.limits.timeoutMs);
     return results;
   }
 
