@@ -75,7 +75,8 @@ export class FlatScan {
         this.valueEnd[i] = i32[ints + VALUE_END_AT / 4 + i];
       } else if (kind === FLAT_NUMBER) {
         this.number[i] = f64[doubles + NUMBER_AT / 8 + i];
-      } else if (kind === FLAT_NUMBER_TEXT && text !== undefined) {
+      } else if (kind === FLAT_NUMBER_TEXT) {
+        if (text === undefined) throw new Error('a table scan holds a number as text');
         const number = Number(text.slice(i32[ints + VALUE_START_AT / 4 + i], i32[ints + VALUE_END_AT / 4 + i]));
         if (number === 0 && 1 / number < 0) return false;
         this.kind[i] = FLAT_NUMBER;

@@ -278,8 +278,8 @@ export class LuaBridge {
 
   /**
    * `pointer`, `length`: the Lua string at index 1 that `text` was read from, which a lazy table keeps. A
-   * flat object that scanFlatObject reads is not parsed here: `rds:Save` of it takes the scan, and what
-   * else looks into it parses it then.
+   * flat object that j2t.c's flat scan reads is not parsed here: `rds:Save` of it takes the scan, its first
+   * reads are answered from the scan, and what else looks into it parses it then.
    */
   private parseAndPush(L: number, text: string, pointer = 0, length = 0): number {
     if (pointer !== 0 && this.useWasmScans && this.wasm !== undefined && length <= LAZY_TEXT_MAX) {

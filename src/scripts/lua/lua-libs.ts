@@ -4,9 +4,9 @@
  *
  * Everything that can be written in Lua is, because every Lua -> JS crossing through wasmoon's
  * generic bridge costs microseconds; the chain driver runs inside Lua, and so does the loop over a
- * task's (payload, rule) pairs, so JS enters Lua once per task. `json:J2T` and `rds:*` are raw C functions (lua-bridge.ts, one crossing each), so is
- * the byte work of `hex:*` (hex-lib.ts); the functions here are the generic path for the rest, and for
- * records the fast path declines.
+ * task's (payload, rule) pairs, so JS enters Lua once per task. `json:J2T` and `rds:*` are raw C
+ * functions (lua-bridge.ts, one crossing each), so is the byte work of `hex:*` (hex-lib.ts); the
+ * functions here are the generic path for the rest, and for records the fast path declines.
  */
 import type { FlatScan } from './flat-json.js';
 import { setField } from './lua-bridge.js';
