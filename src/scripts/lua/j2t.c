@@ -215,19 +215,38 @@ static int after_element(struct scratch *s, unsigned char close) {
   return ELEMENT_MORE;
 }
 
+/* What a container's elements are: values (an array), members (an object), members of a flat object. */
+#define ELEMENTS_OF_ARRAY 0
+#define ELEMENTS_OF_OBJECT 1
+#define ELEMENTS_OF_FLAT 2
+
+static int scan_member(struct scratch *s, unsigned depth, int count);
+static int flat_member(struct scratch *s, struct flat *f, int count);
+
+/* The `count`-th element of a container of `kind` at `depth`: moves past it; 0 for what is not taken. */
+static int scan_element(struct scratch *s, int kind, unsigned depth, int count) {
+  if (kind == ELEMENTS_OF_ARRAY) return scan_value(s, depth + 1);
+  if (kind == ELEMENTS_OF_OBJECT) return scan_member(s, depth, count);
+  return flat_member(s, &s->flat, count);
+}
+
+/* The elements of the container just opened (s->pos past its opening and space), through `close`: their number, or -1. */
+static int scan_elements(struct scratch *s, int kind, unsigned depth, unsigned char close) {
+  if (closed_at_once(s, close)) return 0;
+  int count = 0;
+  for (;;) {
+    if (!scan_element(s, kind, depth, count)) return -1;
+    count++;
+    int next = after_element(s, close);
+    if (next != ELEMENT_MORE) return next == ELEMENT_LAST ? count : -1;
+  }
+}
+
 static int scan_array(struct scratch *s, unsigned depth) {
   int self = open_container(s, depth);
   if (self < 0) return 0;
-  int count = 0;
-  if (!closed_at_once(s, ']')) {
-    int next = ELEMENT_MORE;
-    while (next == ELEMENT_MORE) {
-      if (!scan_value(s, depth + 1)) return 0;
-      count++;
-      next = after_element(s, ']');
-    }
-    if (next == ELEMENT_BAD) return 0;
-  }
+  int count = scan_elements(s, ELEMENTS_OF_ARRAY, depth, ']');
+  if (count < 0) return 0;
   s->counts[self] = count;
   return 1;
 }
@@ -253,16 +272,8 @@ static int scan_member(struct scratch *s, unsigned depth, int count) {
 static int scan_object(struct scratch *s, unsigned depth) {
   int self = open_container(s, depth);
   if (self < 0) return 0;
-  int count = 0;
-  if (!closed_at_once(s, '}')) {
-    int next = ELEMENT_MORE;
-    while (next == ELEMENT_MORE) {
-      if (!scan_member(s, depth, count)) return 0;
-      count++;
-      next = after_element(s, '}');
-    }
-    if (next == ELEMENT_BAD) return 0;
-  }
+  int count = scan_elements(s, ELEMENTS_OF_OBJECT, depth, '}');
+  if (count < 0) return 0;
   s->counts[self] = count;
   return 1;
 }
@@ -472,16 +483,8 @@ int j2t_flat_scan(struct scratch *s, const unsigned char *text, unsigned length)
   if (s->pos >= s->end || text[s->pos] != '{') return -1;
   s->pos++;
   skip_space(s);
-  int count = 0;
-  if (!closed_at_once(s, '}')) {
-    int next = ELEMENT_MORE;
-    while (next == ELEMENT_MORE) {
-      if (!flat_member(s, f, count)) return -1;
-      count++;
-      next = after_element(s, '}');
-    }
-    if (next == ELEMENT_BAD) return -1;
-  }
+  int count = scan_elements(s, ELEMENTS_OF_FLAT, 0, '}');
+  if (count < 0) return -1;
   skip_space(s);
   if (s->pos != s->end) return -1;
   f->keys = count;
