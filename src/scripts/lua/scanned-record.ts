@@ -10,6 +10,11 @@ import { checkValue, RefusedValue } from '../../models/record-check.js';
 import type { Attribute, DataModel } from '../../models/types.js';
 import type { FlatScan } from './flat-json.js';
 
+/** What rds counts against an invocation's stored bytes for one field: its name, and a string by its length or any other value as 8. */
+export function fieldBytes(name: string, value: unknown): number {
+  return name.length + (typeof value === 'string' ? value.length : 8);
+}
+
 /** The attribute each key position named in the last record checked (any model: a guess, always verified). */
 const lastAttributeOfKey: number[] = [];
 
@@ -27,7 +32,7 @@ export function attributeNames(model: DataModel): readonly string[] {
 
 /**
  * Fills values[0 .. attributes) with the checked record of `scan` in model order, missing attributes at
- * their defaults; returns the bytes `rds` counts for it (keys, strings by length, other values 8), or -1.
+ * their defaults; returns the bytes `rds` counts for it (fieldBytes of each), or -1.
  * `keySlots` is scratch of at least as many entries as the model has attributes.
  */
 export function checkScannedSave(model: DataModel, scan: FlatScan, values: unknown[], keySlots: number[]): number {
@@ -49,7 +54,7 @@ export function checkScannedSave(model: DataModel, scan: FlatScan, values: unkno
     const value = k < 0 ? attribute.rule.defaultValue : checkValue(attribute, scan.value(k));
     if (value instanceof RefusedValue) return -1;
     values[a] = value;
-    bytes += attribute.name.length + (typeof value === 'string' ? value.length : 8);
+    bytes += fieldBytes(attribute.name, value);
   }
   return bytes;
 }

@@ -10,7 +10,7 @@ import type { DataModel } from '../../models/types.js';
 import type { FlatScan } from './flat-json.js';
 import { INVOKE_ERROR, INVOKE_TIMEOUT, type LibHost } from './lua-libs.js';
 import { LuaSandbox, type SandboxLimits } from './lua-sandbox.js';
-import { attributeNames, checkScannedSave } from './scanned-record.js';
+import { attributeNames, checkScannedSave, fieldBytes } from './scanned-record.js';
 import { newHistogram, recordDuration } from '../shared/stats.js';
 import { OpPacker, type CompileTask, type RunResult, type RunTask, type WorkerAnswer, type WorkerTask } from '../shared/protocol.js';
 import type { ValidationResult } from '../shared/types.js';
@@ -30,10 +30,7 @@ export function splitPosition(message: string): { message: string; line?: number
 
 function recordBytes(record: Record<string, unknown>): number {
   let n = 0;
-  for (const key in record) {
-    const v = record[key];
-    n += key.length + (typeof v === 'string' ? v.length : 8);
-  }
+  for (const key in record) n += fieldBytes(key, record[key]);
   return n;
 }
 
