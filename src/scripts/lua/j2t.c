@@ -242,10 +242,11 @@ static int scan_elements(struct scratch *s, int kind, unsigned depth, unsigned c
   }
 }
 
-static int scan_array(struct scratch *s, unsigned depth) {
+/* At '[' (ELEMENTS_OF_ARRAY) or '{' (ELEMENTS_OF_OBJECT): moves past the container, its count noted; 0 for what is not taken. */
+static int scan_container(struct scratch *s, unsigned depth, int kind, unsigned char close) {
   int self = open_container(s, depth);
   if (self < 0) return 0;
-  int count = scan_elements(s, ELEMENTS_OF_ARRAY, depth, ']');
+  int count = scan_elements(s, kind, depth, close);
   if (count < 0) return 0;
   s->counts[self] = count;
   return 1;
@@ -269,20 +270,11 @@ static int scan_member(struct scratch *s, unsigned depth, int count) {
   return scan_value(s, depth + 1);
 }
 
-static int scan_object(struct scratch *s, unsigned depth) {
-  int self = open_container(s, depth);
-  if (self < 0) return 0;
-  int count = scan_elements(s, ELEMENTS_OF_OBJECT, depth, '}');
-  if (count < 0) return 0;
-  s->counts[self] = count;
-  return 1;
-}
-
 static int scan_value(struct scratch *s, unsigned depth) {
   if (s->pos >= s->end) return 0;
   unsigned char c = s->text[s->pos];
-  if (c == '[') return scan_array(s, depth);
-  if (c == '{') return scan_object(s, depth);
+  if (c == '[') return scan_container(s, depth, ELEMENTS_OF_ARRAY, ']');
+  if (c == '{') return scan_container(s, depth, ELEMENTS_OF_OBJECT, '}');
   if (c == '"') return scan_string(s);
   if (c == 't' || c == 'f') return scan_boolean(s);
   if (c == '-' || (c >= '0' && c <= '9')) return scan_number(s, J2T_DIGITS_MAX);
@@ -390,7 +382,7 @@ int j2t_array(lua_State *L, struct scratch *s, const unsigned char *text, unsign
   skip_space(s);
   if (s->pos >= s->end || text[s->pos] != '[') return J2T_NOT_TAKEN;
   unsigned start = s->pos;
-  if (!scan_array(s, 0)) return J2T_NOT_TAKEN;
+  if (!scan_container(s, 0, ELEMENTS_OF_ARRAY, ']')) return J2T_NOT_TAKEN;
   skip_space(s);
   if (s->pos != s->end) return J2T_NOT_TAKEN;
   if (!lua_checkstack(L, 2 * J2T_DEPTH_MAX + 4)) return J2T_NOT_TAKEN;
