@@ -108,7 +108,7 @@ export class BatchApplier {
           entry = touched.get(target);
           lastPayload = -1;
         }
-        const id = op.kind === 'save' ? target.saveValues(op.keys, op.values, op.at) : target.updateLast(recordOf(op));
+        const id = op.kind === 'save' ? target.savePacked(op.keys, op.bytes, op.start, op.end) : target.updateLast(recordOf(op));
         if (entry === undefined) {
           this.targetModels.add(op.modelId);
           entry = { lastId: 0, payloads: new Set<number>() };

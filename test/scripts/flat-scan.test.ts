@@ -10,7 +10,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Attribute, AttributeType, DataModel } from '../../src/models/types.js';
 import { ScriptWorker } from '../../src/scripts/lua/script-worker.js';
-import { unpackOps, type RunResult, type RunTask } from '../../src/scripts/shared/protocol.js';
+import { unpackOps, valuesOf, type RunResult, type RunTask } from '../../src/scripts/shared/protocol.js';
 
 function attribute(name: string, type: AttributeType, rule: Partial<Attribute['rule']> = {}): Attribute {
   const defaultValue = type === 'BOOL' ? false : type === 'STRING' ? '' : type === 'GEO' ? '0,0' : 0;
@@ -75,7 +75,7 @@ async function runner(): Promise<{ run(payloads: string[], scan: boolean): unkno
     run(payloads, scan) {
       worker.sandbox.wasmScans = scan;
       const result = worker.handle({ kind: 'run', modelsVersion: 1, models: [MODEL, UNPUBLISHED], readOnlyModels: [], rulesEpoch: 1, liveRuleIds: Object.keys(RULES), rules, payloads });
-      const records = unpackOps(result.ops).map((op) => [op.payload, op.rule, op.modelId, op.kind, op.keys, op.values.slice(op.at, op.at + op.keys.length)]);
+      const records = unpackOps(result.ops).map((op) => [op.payload, op.rule, op.modelId, op.kind, op.keys, valuesOf(op), op.bytes.subarray(op.start, op.end).toString('hex')]);
       return { records, errors: result.errors, debug: result.debug, invocations: result.summaries.map((s) => [s.invocations, s.failures]) };
     },
     scanned,

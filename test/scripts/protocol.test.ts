@@ -1,6 +1,7 @@
 /** The packed form in which a worker hands its records to the main thread. */
 import { describe, expect, it } from 'vitest';
 import { OpPacker, recordOf, unpackOps } from '../../src/scripts/shared/protocol.js';
+import { ValuePacker } from '../../src/store/format/value-pack.js';
 
 describe('OpPacker', () => {
   it('gives back every op in order, with key order, kinds and value types kept', () => {
@@ -20,10 +21,30 @@ describe('OpPacker', () => {
     expect(back.map((op) => Object.keys(op.record))).toEqual(ops.map((op) => Object.keys(op.record)));
   });
 
-  it('refuses a packing whose shapes do not cover its values', () => {
+  it('packs each record as the msgpack array of its values, in key order', () => {
+    const packer = new OpPacker();
+    packer.add(0, 0, 'A', 'save', { temp: 1.5, on: true, name: 'x' });
+    packer.addValues(0, 1, 'A', 'save', ['temp', 'on', 'name'], [2, null, 'yy']);
+    const [first, second] = unpackOps(structuredClone(packer.finish()));
+    expect(first.bytes.subarray(first.start, first.end)).toEqual(Buffer.from([0x93, 0xcb, 0x3f, 0xf8, 0, 0, 0, 0, 0, 0, 0xc3, 0xa1, 0x78]));
+    expect(second.bytes.subarray(second.start, second.end)).toEqual(Buffer.from([0x93, 0x02, 0xc0, 0xa2, 0x79, 0x79]));
+    expect(second.keys).toBe(first.keys);
+  });
+
+  it('starts each task with an empty value buffer, even after a task that did not finish', () => {
+    const shared = new ValuePacker();
+    new OpPacker(shared).add(0, 0, 'A', 'save', { temp: 1 });
+    const next = new OpPacker(shared);
+    next.add(0, 0, 'A', 'save', { temp: 2 });
+    const [op] = unpackOps(structuredClone(next.finish()));
+    expect(op.bytes).toEqual(Buffer.from([0x91, 0x02]));
+  });
+
+  it('refuses a packing whose ops do not cover its value bytes', () => {
     const packer = new OpPacker();
     packer.add(0, 0, 'A', 'save', { temp: 1, on: true });
     const packed = packer.finish();
-    expect(() => unpackOps({ ...packed, values: [...packed.values, 3] })).toThrow(/3 values, their shapes 2/);
+    expect(() => unpackOps({ ...packed, values: Uint8Array.from([...packed.values, 3]) })).toThrow(/4 value bytes, their ops 3/);
+    expect(() => unpackOps({ ...packed, values: packed.values.subarray(0, 2) })).toThrow(/ends at byte 3, after 0 and within 2/);
   });
 });

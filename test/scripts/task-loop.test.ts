@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Attribute, DataModel } from '../../src/models/types.js';
 import { ScriptWorker } from '../../src/scripts/lua/script-worker.js';
-import { unpackOps, type RuleScripts, type RunResult, type RunTask } from '../../src/scripts/shared/protocol.js';
+import { unpackOps, valuesOf, type RuleScripts, type RunResult, type RunTask } from '../../src/scripts/shared/protocol.js';
 
 const ATTRIBUTE: Attribute = {
   uuid: 'a-v', schemaId: 'M', name: 'v', label: 'v', type: 'STRING', rw: 'RW', unit: '', description: '',
@@ -37,7 +37,7 @@ describe('one protected call a task', () => {
     const rules = [SAVER, BROKEN, SECOND];
     const task: RunTask = { kind: 'run', modelsVersion: 1, models: [MODEL], readOnlyModels: [], rulesEpoch: 1, liveRuleIds: rules.map((r) => r.uuid), rules, payloads };
     const result = worker.handle(task) as RunResult;
-    const stored = unpackOps(result.ops).map((op) => `${op.payload}:${op.rule}:${String(op.values[op.at])}`);
+    const stored = unpackOps(result.ops).map((op) => `${op.payload}:${op.rule}:${String(valuesOf(op)[0])}`);
     expect(stored).toEqual(payloads.flatMap((p, i) => [...(p === 'spin' || p === 'escape' ? [] : [`${i}:0:${p}`]), `${i}:2:second ${p}`]));
     const errors = result.errors.map((e) => `${e.payload}:${e.rule}:${e.message.startsWith('rule did not compile: ') ? 'rule did not compile' : e.message}`);
     expect(errors).toEqual(
@@ -61,7 +61,7 @@ describe('one protected call a task', () => {
     const payloads = ['spin', 'x'.repeat(100_000), 'spin', 'y'.repeat(200_000)];
     const task: RunTask = { kind: 'run', modelsVersion: 1, models: [MODEL], readOnlyModels: [], rulesEpoch: 1, liveRuleIds: ['length'], rules: [length], payloads };
     const result = worker.handle(task) as RunResult;
-    expect(unpackOps(result.ops).map((op) => `${op.payload}:${String(op.values[op.at])}`)).toEqual(['1:100000', '3:200000']);
+    expect(unpackOps(result.ops).map((op) => `${op.payload}:${String(valuesOf(op)[0])}`)).toEqual(['1:100000', '3:200000']);
     expect(result.errors.map((e) => `${e.payload}:${e.message}`)).toEqual(['0:time limit exceeded (50 ms)', '2:time limit exceeded (50 ms)']);
   });
 });

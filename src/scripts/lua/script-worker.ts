@@ -7,6 +7,7 @@
 import { checkRecord } from '../../models/record-check.js';
 import { named } from '../../util/messages.js';
 import type { DataModel } from '../../models/types.js';
+import { ValuePacker } from '../../store/format/value-pack.js';
 import type { FlatScan } from './flat-json.js';
 import { INVOKE_ERROR, INVOKE_TIMEOUT, type LibHost } from './lua-libs.js';
 import { LuaSandbox, type SandboxLimits } from './lua-sandbox.js';
@@ -39,7 +40,9 @@ class InvocationContext implements LibHost {
   models = new Map<string, DataModel>();
   readOnly = new Set<string>();
   readOnlyPayloads = new Set<number>();
-  ops = new OpPacker();
+  /** The value bytes of every task's ops, written here and copied out when the task ends. */
+  readonly valuePacker = new ValuePacker();
+  ops = new OpPacker(this.valuePacker);
   debugLines: RunResult['debug'] = [];
   payload = 0;
   rule = 0;
@@ -156,7 +159,7 @@ export class ScriptWorker {
     if (task.rulesEpoch !== this.rulesEpoch) this.pruneRules(task.liveRuleIds, task.rulesEpoch);
     ctx.readOnly = new Set(task.readOnlyModels);
     ctx.readOnlyPayloads = new Set();
-    ctx.ops = new OpPacker();
+    ctx.ops = new OpPacker(ctx.valuePacker);
     ctx.debugLines = [];
     const rules = task.rules.map((r) => this.compiledRule(r));
     const result: RunResult = {

@@ -4,11 +4,15 @@
  *
  * Records travel packed. A structured clone of thousands of small `{payload, rule, modelId, kind,
  * record}` objects costs ~1.4 µs per record split between the two threads (every property name is
- * written and read back for every object). Packed, the numbers of each op go in one Int32Array, the
- * record values in one flat array, and the key lists ("shapes") once per distinct list: a save always
- * has every attribute of its model, in model order, so a task usually holds one shape per model.
+ * written and read back for every object). Packed, the numbers of each op go in one Int32Array, the key
+ * lists ("shapes") once per distinct list (a save always has every attribute of its model, in model
+ * order, so a task usually holds one shape per model), and each record's values as the msgpack array a
+ * frame's payload holds (store/format/value-pack.ts), all in one buffer: where the model's stored fields
+ * are its attributes in order, the log appends those bytes as they are (ModelLog.savePacked).
  */
 import type { DataModel } from '../../models/types.js';
+import { Unpackr } from 'msgpackr';
+import { ValuePacker } from '../../store/format/value-pack.js';
 import type { ValidationResult } from './types.js';
 
 /** The compiled form a worker caches per rule, replaced when `version` changes. */
@@ -51,8 +55,8 @@ export type WorkerTask = RunTask | CompileTask | StartTask;
 export type WorkerAnswer = RunResult | ValidationResult;
 
 /**
- * A record a rule stored, as unpacked on the main thread: its values stay in the batch's flat array (no
- * object per record: the log takes keys and values as they are, ModelLog.saveValues).
+ * A record a rule stored, as unpacked on the main thread: its values stay packed in the batch's buffer
+ * (no object per record: the log appends the bytes, ModelLog.savePacked).
  */
 export interface RecordOp {
   payload: number;
@@ -61,15 +65,24 @@ export interface RecordOp {
   kind: 'save' | 'update';
   /** The record's keys in its order, one array shared by every op of the same shape. */
   keys: readonly string[];
-  /** The batch's values: this record's are values[at] .. values[at + keys.length - 1]. */
-  values: readonly unknown[];
-  at: number;
+  /** The batch's buffer: this record's values are the msgpack array bytes[start, end), in the order of `keys`. */
+  bytes: Buffer;
+  start: number;
+  end: number;
+}
+
+const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true });
+
+/** The values of `op`, in the order of its keys. */
+export function valuesOf(op: Pick<RecordOp, 'bytes' | 'start' | 'end'>): unknown[] {
+  return unpackr.unpack(op.bytes.subarray(op.start, op.end)) as unknown[];
 }
 
 /** The record of `op` as an object, keys in its order (updates, dry runs). */
-export function recordOf(op: Pick<RecordOp, 'keys' | 'values' | 'at'>): Record<string, unknown> {
+export function recordOf(op: Pick<RecordOp, 'keys' | 'bytes' | 'start' | 'end'>): Record<string, unknown> {
+  const values = valuesOf(op);
   const record: Record<string, unknown> = {};
-  for (let k = 0; k < op.keys.length; k++) record[op.keys[k]] = op.values[op.at + k];
+  for (let k = 0; k < op.keys.length; k++) record[op.keys[k]] = values[k];
   return record;
 }
 
@@ -109,24 +122,29 @@ export function unpackResult(result: RunResult): BatchResult {
 // ---- packing of the RecordOps ----
 
 export interface PackedOps {
-  /** OP_FIELDS per op: payload, rule, model (index into modelIds), kind (0 save, 1 update), shape. */
+  /** OP_FIELDS per op: payload, rule, model (index into modelIds), kind (0 save, 1 update), shape, end of its values in `values`. */
   meta: Int32Array;
   modelIds: string[];
   /** Key lists, in the order of their values. */
   shapes: string[][];
-  values: unknown[];
+  /** Each op's values, one msgpack array after the other (ValuePacker). */
+  values: Uint8Array;
 }
 
-const OP_FIELDS = 5;
+const OP_FIELDS = 6;
 
 export class OpPacker {
   private meta: number[] = [];
-  private values: unknown[] = [];
   private shapes: string[][] = [];
   private modelIds: string[] = [];
   private readonly modelIndex = new Map<string, number>();
   /** The last shape used per model, for saves and for updates: the usual next one. */
   private readonly lastShape = [new Map<string, number>(), new Map<string, number>()];
+
+  /** `packer` may be shared by the packers of one thread's tasks, one at a time: each starts it empty. */
+  constructor(private readonly packer = new ValuePacker()) {
+    packer.clear();
+  }
 
   get count(): number {
     return this.meta.length / OP_FIELDS;
@@ -135,23 +153,23 @@ export class OpPacker {
   add(payload: number, rule: number, modelId: string, kind: 'save' | 'update', record: Record<string, unknown>): void {
     const model = this.modelNumber(modelId);
     const kindCode = kind === 'save' ? 0 : 1;
-    const values = this.values;
-    const start = values.length;
+    const packer = this.packer;
     let shape = this.lastShape[kindCode].get(modelId);
     let keys = shape === undefined ? undefined : this.shapes[shape];
-    let i = 0;
+    let count = 0;
     for (const key in record) {
-      if (keys !== undefined && keys[i] !== key) keys = undefined;
-      values.push(record[key]);
-      i++;
+      if (keys !== undefined && keys[count] !== key) keys = undefined;
+      count++;
     }
-    if (keys === undefined || keys.length !== i) {
+    packer.arrayHeader(count);
+    for (const key in record) packer.value(record[key]);
+    if (keys === undefined || keys.length !== count) {
       shape = this.shapes.length;
       this.shapes.push(Object.keys(record));
       this.lastShape[kindCode].set(modelId, shape);
-      if (this.shapes[shape].length !== values.length - start) throw new Error('record keys changed while packing');
+      if (this.shapes[shape].length !== count) throw new Error('record keys changed while packing');
     }
-    this.meta.push(payload, rule, model, kindCode, shape!);
+    this.meta.push(payload, rule, model, kindCode, shape!, packer.length);
   }
 
   /** add() of the record whose keys are `keys` and values values[0 .. keys.length), the shape's array kept as given. */
@@ -164,8 +182,10 @@ export class OpPacker {
       this.shapes.push(keys as string[]);
       this.lastShape[kindCode].set(modelId, shape);
     }
-    for (let i = 0; i < keys.length; i++) this.values.push(values[i]);
-    this.meta.push(payload, rule, model, kindCode, shape);
+    const packer = this.packer;
+    packer.arrayHeader(keys.length);
+    for (let i = 0; i < keys.length; i++) packer.value(values[i]);
+    this.meta.push(payload, rule, model, kindCode, shape, packer.length);
   }
 
   /** The model's index in modelIds, added on its first op. */
@@ -180,7 +200,7 @@ export class OpPacker {
   }
 
   finish(): PackedOps {
-    return { meta: Int32Array.from(this.meta), modelIds: this.modelIds, shapes: this.shapes, values: this.values };
+    return { meta: Int32Array.from(this.meta), modelIds: this.modelIds, shapes: this.shapes, values: this.packer.take() };
   }
 }
 
@@ -192,14 +212,17 @@ function sameKeys(a: readonly string[], b: readonly string[]): boolean {
 }
 
 export function unpackOps(packed: PackedOps): RecordOp[] {
-  const { meta, modelIds, shapes, values } = packed;
+  const { meta, modelIds, shapes } = packed;
+  // A structured clone gives a Uint8Array: a Buffer over the same memory copies ranges into the write buffer.
+  const bytes = Buffer.from(packed.values.buffer, packed.values.byteOffset, packed.values.byteLength);
   const ops: RecordOp[] = new Array<RecordOp>(meta.length / OP_FIELDS);
-  let at = 0;
+  let start = 0;
   for (let o = 0, m = 0; m < meta.length; o++, m += OP_FIELDS) {
-    const keys = shapes[meta[m + 4]];
-    ops[o] = { payload: meta[m], rule: meta[m + 1], modelId: modelIds[meta[m + 2]], kind: meta[m + 3] === 0 ? 'save' : 'update', keys, values, at };
-    at += keys.length;
+    const end = meta[m + 5];
+    if (end <= start || end > bytes.length) throw new Error(`packed op ${o} ends at byte ${end}, after ${start} and within ${bytes.length}`);
+    ops[o] = { payload: meta[m], rule: meta[m + 1], modelId: modelIds[meta[m + 2]], kind: meta[m + 3] === 0 ? 'save' : 'update', keys: shapes[meta[m + 4]], bytes, start, end };
+    start = end;
   }
-  if (at !== values.length) throw new Error(`packed ops hold ${values.length} values, their shapes ${at}`);
+  if (start !== bytes.length) throw new Error(`packed ops hold ${bytes.length} value bytes, their ops ${start}`);
   return ops;
 }

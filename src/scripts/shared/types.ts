@@ -202,7 +202,7 @@ export function toLogFn(log: LogFn | LevelLogger | undefined): LogFn | undefined
  * What the engine uses of a model's log: append, wait for durability, watch for a read-only store. A
  * `Pick` of the store's ModelLog, so a change of a signature there fails to compile here.
  */
-export type RecordLog = Pick<ModelLog, 'save' | 'saveValues' | 'updateLast' | 'durable' | 'durability' | 'state' | 'stats'>;
+export type RecordLog = Pick<ModelLog, 'save' | 'savePacked' | 'updateLast' | 'durable' | 'durability' | 'state' | 'stats'>;
 
 /** What the engine uses of the model registry; `log()` is NotFoundError / StateError when not published. */
 export type ModelSource = Pick<ModelRegistry, 'list' | 'onChange'> & {

@@ -34,7 +34,11 @@ export class Generation {
   lastTs: number;
   /** Id of the newest record (0 when there is none). */
   lastId = 0;
-  lastValues: unknown[] | undefined;
+  /** The newest record's values, or (appendPacked) its payload bytes lastPacked[start, end), decoded when read. */
+  private lastValuesHeld: unknown[] | undefined;
+  private lastPacked: Buffer | undefined;
+  private lastPackedStart = 0;
+  private lastPackedEnd = 0;
   lastView: RecordView | undefined;
   lastProjected = new Map<string, RecordView>();
 
@@ -67,14 +71,46 @@ export class Generation {
 
   /** Appends a frame of `values` (encoded as `payload`); returns its id. The record is readable at once. */
   append(type: FrameType, id: number, ts: number, values: unknown[], payload: Buffer): number {
-    let seg = this.segments[this.segments.length - 1];
+    const seg = this.segments[this.segments.length - 1];
     this.checkNext(seg, type, id, ts, payload.length);
-    if (type === FRAME_SUPERSEDE && this.buffer.rewriteLast(seg, id, ts, payload)) return this.setLast(id, ts, values);
-    const bytes = FRAME_HEADER_BYTES + payload.length;
-    if (this.shouldRoll(seg, bytes, ts)) seg = this.roll(id, ts);
-    this.buffer.append(seg, type, id, ts, payload);
-    if (type === FRAME_SAVE) this.nextId = id + 1;
+    if (type !== FRAME_SUPERSEDE || !this.buffer.rewriteLast(seg, id, ts, payload)) this.frame(seg, type, id, ts, payload, 0, payload.length);
     return this.setLast(id, ts, values);
+  }
+
+  /**
+   * append() of a SAVE whose payload is bytes[start, end), values the caller checked (value-pack.ts
+   * packedArrayFits) and did not decode: lastValues decodes them when it is read.
+   */
+  appendPacked(id: number, ts: number, bytes: Buffer, start: number, end: number): number {
+    const seg = this.segments[this.segments.length - 1];
+    this.checkNext(seg, FRAME_SAVE, id, ts, end - start);
+    this.frame(seg, FRAME_SAVE, id, ts, bytes, start, end);
+    this.setLast(id, ts, undefined);
+    // Held until the next record: the batch's buffer of value bytes (a few KiB), not a copy.
+    this.lastPacked = bytes;
+    this.lastPackedStart = start;
+    this.lastPackedEnd = end;
+    return id;
+  }
+
+  get lastValues(): unknown[] | undefined {
+    if (this.lastPacked !== undefined) {
+      this.lastValuesHeld = decodeValues(this.lastPacked.subarray(this.lastPackedStart, this.lastPackedEnd));
+      this.lastPacked = undefined;
+    }
+    return this.lastValuesHeld;
+  }
+
+  set lastValues(values: unknown[] | undefined) {
+    this.lastValuesHeld = values;
+    this.lastPacked = undefined;
+  }
+
+  private frame(active: Segment, type: FrameType, id: number, ts: number, payload: Buffer, start: number, end: number): void {
+    const bytes = FRAME_HEADER_BYTES + end - start;
+    const seg = this.shouldRoll(active, bytes, ts) ? this.roll(id, ts) : active;
+    this.buffer.append(seg, type, id, ts, payload, start, end);
+    if (type === FRAME_SAVE) this.nextId = id + 1;
   }
 
   /**
@@ -167,7 +203,7 @@ export class Generation {
     }
   }
 
-  private setLast(id: number, ts: number, values: unknown[]): number {
+  private setLast(id: number, ts: number, values: unknown[] | undefined): number {
     this.lastId = id;
     this.lastTs = ts;
     this.lastValues = values;

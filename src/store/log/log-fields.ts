@@ -18,6 +18,9 @@ export class LogFields {
   /** valuesFrom's last keys array and the column of each key (-1: no such field). */
   private lastKeys: readonly string[] | undefined;
   private lastKeyColumns: number[] = [];
+  /** storesInKeyOrder's last keys array and its answer. */
+  private inOrderKeys: readonly string[] | undefined;
+  private inOrder = false;
 
   constructor(
     readonly columns: StoredFields,
@@ -92,6 +95,21 @@ export class LogFields {
       if (keyColumns[k] >= 0) values[keyColumns[k]] = source[at + k] ?? null;
     }
     return this.noteWritten(values);
+  }
+
+  /**
+   * Whether a record of `keys` stores its values as they come, in their order: the keys are the fields,
+   * in order, each in the column of its place and no other column before the last. Then a value array
+   * packed in the keys' order is the frame's payload (ModelLog.savePacked). Asked once per keys array.
+   */
+  storesInKeyOrder(keys: readonly string[]): boolean {
+    if (keys !== this.inOrderKeys) {
+      const { names, columns } = this.layout;
+      this.inOrderKeys = keys;
+      this.inOrder = keys.length === names.length && this.visibleEnd === keys.length && keys.every((key, i) => names[i] === key && columns[i] === i);
+    }
+    if (this.inOrder) this.written = Math.max(this.written, keys.length);
+    return this.inOrder;
   }
 
   /** `last` with the given fields replaced (undefined leaves a field as it was); `what` names the caller in errors. */

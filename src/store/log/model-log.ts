@@ -11,7 +11,8 @@ import { Segment, newestRecordId } from '../segment/segment.js';
 import { Generation, type GenerationConfig } from './generation.js';
 import { LatencyHistogram } from '../base/latency.js';
 import { addLostRange, createModelDirSync, openModelDirSync } from '../recovery/recovery.js';
-import { HeldSegments } from '../read/reader.js';
+import { HeldSegments, decodeValues } from '../read/reader.js';
+import { packedArrayFits } from '../format/value-pack.js';
 import { Compactor } from './compactor.js';
 import { type ReadContext, idRangeOfTime, iterateRecords, latestOf, readLines, readPage, readPageJson } from './log-reads.js';
 import type { LineFormat, RecordLines } from '../read/record-lines.js';
@@ -35,6 +36,7 @@ import {
   RECORD_BYTES_MAX,
   RETENTION_CHECK_INTERVAL_MS,
   WRITE_QUEUE_BYTES_MAX,
+  assert,
 } from '../base/constants.js';
 import type {
   ExportRange,
@@ -180,12 +182,21 @@ export class ModelLog {
   }
 
   /**
-   * save() of the record whose keys are `keys` and whose values are source[at] .. source[at + keys.length
-   * - 1]: how the rules' batches arrive, without an object per record.
+   * save() of the record whose keys are `keys` and whose values are the msgpack array bytes[start, end)
+   * in their order (value-pack.ts): how the rules' batches arrive, without an object per record. Where
+   * the fields are stored in the keys' order, those bytes are the payload; elsewhere they are decoded
+   * and stored as save() stores them.
    */
-  saveValues(keys: readonly string[], source: readonly unknown[], at: number): number {
+  savePacked(keys: readonly string[], bytes: Buffer, start: number, end: number): number {
     const g = this.writable();
-    return this.append(g, FRAME_SAVE, this.newId(g), this.clockTs(g), this.fieldBook.valuesFrom(keys, source, at));
+    if (!this.fieldBook.storesInKeyOrder(keys)) {
+      return this.append(g, FRAME_SAVE, this.newId(g), this.clockTs(g), this.fieldBook.valuesFrom(keys, decodeValues(bytes.subarray(start, end)), 0));
+    }
+    const id = this.newId(g);
+    const ts = this.clockTs(g);
+    assert(packedArrayFits(bytes, start, end, keys.length), 'packed values are one array of record values, as many as their keys');
+    if (end - start > RECORD_BYTES_MAX) throw this.tooLarge(end - start);
+    return g.appendPacked(id, ts, bytes, start, end);
   }
 
   updateLast(fields: Record<string, unknown>): number {
@@ -451,10 +462,12 @@ export class ModelLog {
     // other pack; without it msgpackr took a new 8 KiB ArrayBuffer every ~6 KiB of records (external
     // memory that made V8 run full collections under steady writes).
     const payload = this.packr.pack(values, RESET_BUFFER_MODE);
-    if (payload.length > RECORD_BYTES_MAX) {
-      throw new PayloadTooLargeError(`record of ${payload.length} bytes exceeds ${RECORD_BYTES_MAX} bytes`);
-    }
+    if (payload.length > RECORD_BYTES_MAX) throw this.tooLarge(payload.length);
     return g.append(type, id, ts, values, payload);
+  }
+
+  private tooLarge(payloadBytes: number): PayloadTooLargeError {
+    return new PayloadTooLargeError(`record of ${payloadBytes} bytes exceeds ${RECORD_BYTES_MAX} bytes`);
   }
 
   /** Resolves once no sealed segment waits for compaction (tests and benchmarks wait for it). */

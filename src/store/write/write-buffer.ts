@@ -67,14 +67,14 @@ export class WriteBuffer {
     return this.cutAt;
   }
 
-  /** Writes a frame at the end of `seg` and indexes it there: from now on reads find it. */
-  append(seg: Segment, type: FrameType, id: number, ts: number, payload: Buffer): void {
-    const bytes = FRAME_HEADER_BYTES + payload.length;
+  /** Writes a frame of payload[start, end) at the end of `seg` and indexes it there: from now on reads find it. */
+  append(seg: Segment, type: FrameType, id: number, ts: number, payload: Buffer, start = 0, end = payload.length): void {
+    const bytes = FRAME_HEADER_BYTES + end - start;
     const c = this.room(seg, bytes);
     const at = c.len;
     assert(c.base + at === seg.bytes, 'a frame is appended at the end of its segment');
-    payload.copy(c.buf, at + FRAME_HEADER_BYTES);
-    const crc = sealFrame(c.buf, at, type, id, ts, payload.length);
+    payload.copy(c.buf, at + FRAME_HEADER_BYTES, start, end);
+    const crc = sealFrame(c.buf, at, type, id, ts, end - start);
     seg.setFrame(id, c.base + at, bytes, ts, crc);
     c.len = at + bytes;
     this.appended += bytes;
