@@ -129,12 +129,13 @@ interface StringWell {
 }
 
 const utf8Decoder = new TextDecoder('utf-8');
-const utf8Encoder = new TextEncoder();
 
 /** UTF-8 text in wasm memory: one reusable buffer for JS -> Lua strings, and the Lua -> JS decoding. */
 export class WasmStrings {
   private pointer = 0;
   private capacity = 0;
+  /** The wasm memory as a Buffer, made again when the memory grows (its ArrayBuffer is replaced). */
+  private heapBytes: Buffer | undefined;
   /** A 4-byte cell for out-parameters (`size_t *len`). */
   readonly cell: number;
 
@@ -178,7 +179,9 @@ export class WasmStrings {
       }
     }
     if ((text as unknown as StringWell).isWellFormed?.() !== false) {
-      const written = utf8Encoder.encodeInto(text, heap.subarray(p, p + this.capacity - 1)).written;
+      // A Buffer over the whole memory writes at an offset: encodeInto needed a view made per string.
+      if (this.heapBytes?.buffer !== heap.buffer) this.heapBytes = Buffer.from(heap.buffer);
+      const written = this.heapBytes.write(text, p, this.capacity - 1, 'utf8');
       heap[p + written] = 0;
       return written;
     }
