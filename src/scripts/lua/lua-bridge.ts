@@ -517,7 +517,7 @@ export class LuaBridge {
     if (raw.lua_type(L, 2) === LUA_TTABLE && this.isLazy(L, 2)) {
       if (raw.lua_type(L, 1) === LUA_TSTRING) {
         // Untouched since J2T: the parsed object is the record a walk of the table would give.
-        const uuid = strings.read(L, 1);
+        const uuid = strings.readRepeated(L, 1);
         if (this.newestLazyScanned && this.host.storeScanned && raw.lua_topointer(L, 2) === this.newestLazyTable) {
           const error = this.host.storeScanned(kind, uuid, this.textScan);
           if (error !== null) {
@@ -542,7 +542,7 @@ export class LuaBridge {
     }
     if (kind === 'save' && this.useWasmScans && this.host.storeScanned && this.wasm !== undefined) {
       // Read before the scan: decoding the uuid allocates nothing in Lua, but the scan's strings must stay put.
-      const uuid = strings.read(L, 1);
+      const uuid = strings.readRepeated(L, 1);
       if (this.wasm.scanTable(L, 2, this.lua.module.HEAPU8, this.tableScan) >= 0) {
         const error = this.host.storeScanned(kind, uuid, this.tableScan);
         if (error !== null) {
@@ -579,7 +579,7 @@ export class LuaBridge {
       setField(input, strings.read(L, -2), value);
       raw.lua_settop(L, -2);
     }
-    const error = this.host.store(kind, strings.read(L, 1), input);
+    const error = this.host.store(kind, strings.readRepeated(L, 1), input);
     if (error === undefined) raw.lua_pushboolean(L, 0);
     else strings.pushC(L, error);
     return 1;

@@ -134,6 +134,8 @@ const utf8Decoder = new TextDecoder('utf-8');
 export class WasmStrings {
   private pointer = 0;
   private capacity = 0;
+  /** readRepeated's last text. */
+  private repeatedText = '';
   /** The wasm memory as a Buffer, made again when the memory grows (its ArrayBuffer is replaced). */
   private heapBytes: Buffer | undefined;
   /** A 4-byte cell for out-parameters (`size_t *len`). */
@@ -236,6 +238,19 @@ export class WasmStrings {
   bytes(L: number, index: number): Uint8Array {
     const pointer = this.raw.lua_tolstring(L, index, this.cell);
     return this.lua.module.HEAPU8.subarray(pointer, pointer + this.lua.module.HEAPU32[this.cell >> 2]);
+  }
+
+  /**
+   * read() of a string a script passes call after call (a model's uuid, a constant of its rule): the last
+   * one read is compared byte by byte, which allocates nothing, instead of decoded again.
+   */
+  readRepeated(L: number, index: number): string {
+    const pointer = this.raw.lua_tolstring(L, index, this.cell);
+    const heap = this.lua.module.HEAPU8;
+    const length = this.lua.module.HEAPU32[this.cell >> 2];
+    if (sameAscii(this.repeatedText, heap, pointer, length)) return this.repeatedText;
+    this.repeatedText = readCString(heap, pointer, length);
+    return this.repeatedText;
   }
 
   /** The string at `index` (which must be a string or a number) as wasmoon reads it. */
