@@ -73,7 +73,7 @@ export class WriteBuffer {
     const c = this.room(seg, bytes);
     const at = c.len;
     assert(c.base + at === seg.bytes, 'a frame is appended at the end of its segment');
-    copyBytes(payload, start, end, c.buf, at + FRAME_HEADER_BYTES);
+    payload.copy(c.buf, at + FRAME_HEADER_BYTES, start, end);
     const crc = sealFrame(c.buf, at, type, id, ts, end - start);
     seg.setFrame(id, c.base + at, bytes, ts, crc);
     c.len = at + bytes;
@@ -243,15 +243,4 @@ export class WriteBuffer {
   private forgetIfEmpty(seg: Segment, s: SegmentBytes): void {
     if (s.unwritten.length === 0 && s.unsynced.length === 0 && !s.rewriteNeeded) this.segs.delete(seg);
   }
-}
-
-/** Below this many bytes a copy goes byte by byte: Buffer.copy of a range makes a view of it first, which costs more. */
-const BYTEWISE_COPY_MAX = 256;
-
-function copyBytes(from: Buffer, start: number, end: number, to: Buffer, at: number): void {
-  if (end - start > BYTEWISE_COPY_MAX) {
-    from.copy(to, at, start, end);
-    return;
-  }
-  for (let i = start, j = at; i < end; i++, j++) to[j] = from[i];
 }
