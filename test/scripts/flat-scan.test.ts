@@ -200,4 +200,36 @@ describe('json:J2T flat objects scanned in wasm, and rds:Save of their scan', ()
     // The generators reach the scan: most objects are flat ones it takes.
     expect(texts).toBeGreaterThan(300);
   });
+
+  it('reads the scans and writes payloads right after the Lua memory grew and was moved', async () => {
+    const worker = (await ScriptWorker.create({ timeoutMs: 5000, memoryMb: 96 })) as unknown as Worker & { sandbox: { lua: { module: { HEAPU8: Uint8Array } } } };
+    const grow = 'if args:sub(1, 1) == "G" then local big = string.rep("x", 40 * 1024 * 1024) return 0 end ';
+    const rules = [
+      { uuid: 'text', version: 1, actions: `Actions = { function(args) ${grow}local e = rds:Save("M", json:J2T(args)) if e then Throw(e) end return 0 end }`, success: '', failed: '' },
+      { uuid: 'table', version: 1, actions: `Actions = { function(args) ${grow}local e = rds:Save("M", { i = #args, t = args }) if e then Throw(e) end return 0 end }`, success: '', failed: '' },
+    ];
+    // Counts the saves the scans stored: with views of the old memory a scan would read nothing and its
+    // save would take the JS path, with the same records.
+    const context = (worker as unknown as { context: { storeScanned(...args: unknown[]): unknown } }).context;
+    const storeScanned = context.storeScanned.bind(context);
+    let scannedSaves = 0;
+    context.storeScanned = (...args) => {
+      const answer = storeScanned(...args);
+      if (answer === undefined) scannedSaves++;
+      return answer;
+    };
+    const heap = worker.sandbox.lua.module.HEAPU8;
+    const payloads = ['{"i":1,"t":"before"}', 'G', '{"i":2,"t":"after, and longer than sixty-four characters to take the Buffer write"}'];
+    const result = worker.handle({ kind: 'run', modelsVersion: 1, models: [MODEL], readOnlyModels: [], rulesEpoch: 1, liveRuleIds: ['text', 'table'], rules, payloads });
+    expect(worker.sandbox.lua.module.HEAPU8 === heap).toBe(false);
+    expect(result.errors).toEqual([]);
+    const saved = unpackOps(result.ops).map((op) => [op.payload, op.rule, Object.fromEntries(op.keys.map((k, i) => [k, valuesOf(op)[i]]).filter(([k]) => k === 'i' || k === 't'))]);
+    expect(saved).toEqual([
+      [0, 0, { i: 1, t: 'before' }],
+      [0, 1, { i: payloads[0].length, t: payloads[0] }],
+      [2, 0, { i: 2, t: 'after, and longer than sixty-four characters to take the Buffer write' }],
+      [2, 1, { i: payloads[2].length, t: payloads[2] }],
+    ]);
+    expect(scannedSaves).toBe(4);
+  });
 });

@@ -40,7 +40,12 @@ interface WasmApi {
 let compiled: object | undefined;
 
 export class WasmJ2t {
-  /** Views of the instance's memory, made again when it grows (a grown memory has a new buffer). */
+  /**
+   * Views of the instance's memory over the buffer of `viewsOf`, emscripten's HEAPU8, which it replaces
+   * when the memory grows: comparing that view is a field read, where asking a view or the memory for
+   * its buffer is a call into V8 each scan.
+   */
+  private viewsOf: Uint8Array | undefined;
   private i32: Int32Array;
   private f64: Float64Array;
 
@@ -89,9 +94,9 @@ export class WasmJ2t {
    * Reads the `length` bytes at `pointer` (a Lua string whose JS text is `text`) into `scan` as a flat
    * object: its number of keys, or -1.
    */
-  scanFlat(pointer: number, length: number, text: string, scan: FlatScan): number {
+  scanFlat(pointer: number, length: number, text: string, heap: Uint8Array, scan: FlatScan): number {
     const keys = this.instance.exports.j2t_flat_scan(this.scratch, pointer, length);
-    if (keys < 0 || !this.copy(scan, keys, text)) return -1;
+    if (keys < 0 || !this.copy(scan, keys, heap, text)) return -1;
     scan.text = text;
     return keys;
   }
@@ -103,16 +108,18 @@ export class WasmJ2t {
   scanTable(L: number, index: number, heap: Uint8Array, scan: FlatScan): number {
     const keys = this.instance.exports.j2t_table_scan(L, this.scratch, index);
     if (keys < 0) return -1;
-    this.copy(scan, keys);
+    this.copy(scan, keys, heap);
     scan.text = undefined;
     scan.heap = heap;
     return keys;
   }
 
-  private copy(scan: FlatScan, keys: number, text?: string): boolean {
-    if (this.i32.buffer !== this.memory.buffer) {
-      this.i32 = new Int32Array(this.memory.buffer);
-      this.f64 = new Float64Array(this.memory.buffer);
+  private copy(scan: FlatScan, keys: number, heap: Uint8Array, text?: string): boolean {
+    if (heap !== this.viewsOf) {
+      if (heap.buffer !== this.memory.buffer) throw new Error('the heap given is not a view of the J2T instance memory');
+      this.viewsOf = heap;
+      this.i32 = new Int32Array(heap.buffer);
+      this.f64 = new Float64Array(heap.buffer);
     }
     return scan.copyFrom(this.i32, this.f64, this.flat, keys, text);
   }

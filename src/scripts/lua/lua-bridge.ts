@@ -284,7 +284,7 @@ export class LuaBridge {
   private parseAndPush(L: number, text: string, pointer = 0, length = 0): number {
     if (pointer !== 0 && this.useWasmScans && this.wasm !== undefined && length <= LAZY_TEXT_MAX) {
       // Taken only for ASCII without NUL: `text` is the bytes at `pointer`, offset for offset.
-      const keys = this.wasm.scanFlat(pointer, length, text, this.textScan);
+      const keys = this.wasm.scanFlat(pointer, length, text, this.lua.module.HEAPU8, this.textScan);
       if (keys >= 0) {
         this.pushLazy(L, keys, text, undefined, pointer, length);
         return 1;

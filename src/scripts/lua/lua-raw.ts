@@ -136,8 +136,9 @@ export class WasmStrings {
   private capacity = 0;
   /** readRepeated's last text. */
   private repeatedText = '';
-  /** The wasm memory as a Buffer, made again when the memory grows (its ArrayBuffer is replaced). */
+  /** The wasm memory as a Buffer over the buffer of `heapBytesOf` (emscripten's HEAPU8 when it was made). */
   private heapBytes: Buffer | undefined;
+  private heapBytesOf: Uint8Array | undefined;
   /** A 4-byte cell for out-parameters (`size_t *len`). */
   readonly cell: number;
 
@@ -182,8 +183,12 @@ export class WasmStrings {
     }
     if ((text as unknown as StringWell).isWellFormed?.() !== false) {
       // A Buffer over the whole memory writes at an offset: encodeInto needed a view made per string.
-      if (this.heapBytes?.buffer !== heap.buffer) this.heapBytes = Buffer.from(heap.buffer);
-      const written = this.heapBytes.write(text, p, this.capacity - 1, 'utf8');
+      // Made again when emscripten replaces HEAPU8 (the memory grew); asking for buffers is a call into V8.
+      if (this.heapBytesOf !== heap) {
+        this.heapBytesOf = heap;
+        this.heapBytes = Buffer.from(heap.buffer, heap.byteOffset, heap.byteLength);
+      }
+      const written = this.heapBytes!.write(text, p, this.capacity - 1, 'utf8');
       heap[p + written] = 0;
       return written;
     }
