@@ -165,7 +165,8 @@ describe('json:J2T of arrays in wasm', () => {
       }),
       { numRuns: 300 },
     );
-    expect(takenTotal).toBeGreaterThan(100);
+    // 100 to 170 in ten runs of random seeds (99 once): the bound only has to fail a decoder that takes nothing.
+    expect(takenTotal).toBeGreaterThan(40);
   });
 
   it('a Lua error while building (the memory limit) ends the invocation as on the JS path', async () => {
