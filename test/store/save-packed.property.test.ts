@@ -16,7 +16,9 @@ afterAll(removeTmpDirs);
 const RUNS = Number(process.env.SAVE_PACKED_RUNS ?? 60);
 const ALL_FIELDS = [...FIELDS, 'gone'];
 const key = fc.constantFrom(...ALL_FIELDS, 'unknown', 'constructor');
-const value = fc.oneof(fc.double(), fc.integer(), fc.string({ maxLength: 8 }), fc.boolean(), fc.constant(null), fc.constant(undefined));
+// Any UTF-16 units, lone surrogates too, on both sides of the packers' 64-unit switch.
+const units = fc.array(fc.integer({ min: 0, max: 0xffff }), { minLength: 60, maxLength: 70 }).map((u) => String.fromCharCode(...u));
+const value = fc.oneof(fc.double(), fc.integer(), fc.string({ maxLength: 8 }), units, fc.boolean(), fc.constant(null), fc.constant(undefined));
 const keysArb = fc.oneof(fc.constant(ALL_FIELDS), fc.constant([...FIELDS]), fc.uniqueArray(key, { maxLength: 9 }));
 const recordArb = keysArb.chain((keys) => fc.tuple(fc.constant(keys), fc.array(value, { minLength: keys.length, maxLength: keys.length })));
 const update = fc.option(fc.record({ temp: value }, { requiredKeys: [] }), { nil: undefined });
@@ -58,11 +60,14 @@ describe('ModelLog.savePacked', () => {
             const { create_at: _t, ...rest } = log.latest() ?? {};
             return rest;
           };
-          expect(newest(byBytes)).toEqual(newest(byObject));
-          if (last !== undefined) for (const log of [byObject, byBytes]) log.updateLast(last);
           const read = async (log: typeof byObject) => (await log.page({ current: 1, size: 100, order: 'asc' })).records.map(({ create_at: _t, ...r }) => r);
+          // A lone surrogate reads back differently by path (save() holds the string it was given, pages
+          // print U+FFFD), so the newest records are compared where every string is well-formed.
+          const wellFormed = [...records.flatMap(([, v]) => v), ...Object.values(last ?? {})].every((v) => typeof v !== 'string' || v.isWellFormed());
+          if (wellFormed) expect(newest(byBytes)).toEqual(newest(byObject));
+          if (last !== undefined) for (const log of [byObject, byBytes]) log.updateLast(last);
           expect(await read(byBytes)).toEqual(await read(byObject));
-          expect(newest(byBytes)).toEqual(newest(byObject));
+          if (wellFormed) expect(newest(byBytes)).toEqual(newest(byObject));
         } finally {
           await store.close();
         }
