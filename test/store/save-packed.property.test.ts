@@ -76,6 +76,25 @@ describe('ModelLog.savePacked', () => {
     );
   });
 
+  it('keeps no view of a large batch for the newest record: it reads the same after the batch buffer is reused', async () => {
+    const store = await openStore(tmpDir());
+    try {
+      const log = await store.openModel('d', { fields: ['temp', 'name'] });
+      const packer = new ValuePacker();
+      packer.value('x'.repeat(70 * 1024));
+      const start = packer.length;
+      packer.arrayHeader(2);
+      packer.value(21.5);
+      packer.value('kept');
+      const bytes = Buffer.from(packer.take());
+      log.savePacked(['temp', 'name'], bytes, start, bytes.length);
+      bytes.fill(0xc0);
+      expect(log.latest()).toMatchObject({ id: 1, temp: 21.5, name: 'kept' });
+    } finally {
+      await store.close();
+    }
+  });
+
   it('refuses bytes that are not one array of as many record values as keys, storing nothing', async () => {
     const store = await openStore(tmpDir());
     try {

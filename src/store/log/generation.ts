@@ -17,6 +17,9 @@ import { writeIndex } from '../segment/index-file.js';
 import { RECORD_BYTES_MAX, assert } from '../base/constants.js';
 import type { ModelLogStats, RecordView, StoreOptions } from '../base/types.js';
 
+/** The largest buffer of packed records the newest record keeps a view of (appendPacked); per model log. */
+const LAST_PACKED_SHARED_BYTES_MAX = 64 * 1024;
+
 export interface GenerationConfig extends Omit<WriterOptions, 'checkpoint' | 'durability' | 'syncIntervalMs' | 'segmentBytesMax'> {
   options: StoreOptions;
   /** Whether ids [fromId, toId] were reported lost (recovery): a SAVE may continue after such a gap. */
@@ -86,10 +89,12 @@ export class Generation {
     this.checkNext(seg, FRAME_SAVE, id, ts, end - start);
     this.frame(seg, FRAME_SAVE, id, ts, bytes, start, end);
     this.setLast(id, ts, undefined);
-    // Held until the next record: the batch's buffer of value bytes (a few KiB), not a copy.
-    this.lastPacked = bytes;
-    this.lastPackedStart = start;
-    this.lastPackedEnd = end;
+    // Held until the next record: the batch's buffer when small (a task's records, tens of KiB), else a
+    // copy of the record's bytes, so that a model gone quiet keeps no large batch alive.
+    const shared = bytes.length <= LAST_PACKED_SHARED_BYTES_MAX;
+    this.lastPacked = shared ? bytes : Buffer.from(bytes.subarray(start, end));
+    this.lastPackedStart = shared ? start : 0;
+    this.lastPackedEnd = shared ? end : end - start;
     return id;
   }
 
