@@ -4,7 +4,8 @@
  */
 import { StoreReadOnlyError, UnavailableError } from '../errors.js';
 import { named } from '../util/messages.js';
-import { recordOf, type BatchResult, type RuleScripts } from './shared/protocol.js';
+import { recordOf } from './shared/op-values.js';
+import type { BatchResult, RuleScripts } from './shared/protocol.js';
 import { RepeatFilter, capMessage } from './shared/repeat-filter.js';
 import type { RuleStatsBook } from './shared/stats.js';
 import type { LogFn, ModelSource, RecordLog } from './shared/types.js';

@@ -11,7 +11,8 @@ import { batchLimit } from './batch-sizing.js';
 import { optionalText, requireBody } from './metadata-file.js';
 import { splitPayloads } from './payloads.js';
 import type { ScriptPool } from './pool.js';
-import { recordOf, unpackResult, type BatchResult, type RuleScripts } from './shared/protocol.js';
+import { recordOf } from './shared/op-values.js';
+import { unpackResult, type BatchResult, type RuleScripts } from './shared/protocol.js';
 import { capMessage } from './shared/repeat-filter.js';
 import { parseActions, parseCallback } from './rules.js';
 

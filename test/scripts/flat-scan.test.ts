@@ -10,7 +10,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Attribute, AttributeType, DataModel } from '../../src/models/types.js';
 import { ScriptWorker } from '../../src/scripts/lua/script-worker.js';
-import { unpackOps, valuesOf, type RunResult, type RunTask } from '../../src/scripts/shared/protocol.js';
+import { valuesOf } from '../../src/scripts/shared/op-values.js';
+import { unpackOps, type RunResult, type RunTask } from '../../src/scripts/shared/protocol.js';
 
 function attribute(name: string, type: AttributeType, rule: Partial<Attribute['rule']> = {}): Attribute {
   const defaultValue = type === 'BOOL' ? false : type === 'STRING' ? '' : type === 'GEO' ? '0,0' : 0;

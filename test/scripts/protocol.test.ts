@@ -1,6 +1,7 @@
 /** The packed form in which a worker hands its records to the main thread. */
 import { describe, expect, it } from 'vitest';
-import { OpPacker, recordOf, unpackOps } from '../../src/scripts/shared/protocol.js';
+import { recordOf } from '../../src/scripts/shared/op-values.js';
+import { OpPacker, unpackOps } from '../../src/scripts/shared/protocol.js';
 import { ValuePacker } from '../../src/store/format/value-pack.js';
 
 describe('OpPacker', () => {

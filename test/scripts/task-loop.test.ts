@@ -7,7 +7,8 @@
 import { describe, expect, it } from 'vitest';
 import type { Attribute, DataModel } from '../../src/models/types.js';
 import { ScriptWorker } from '../../src/scripts/lua/script-worker.js';
-import { unpackOps, valuesOf, type RuleScripts, type RunResult, type RunTask } from '../../src/scripts/shared/protocol.js';
+import { valuesOf } from '../../src/scripts/shared/op-values.js';
+import { unpackOps, type RuleScripts, type RunResult, type RunTask } from '../../src/scripts/shared/protocol.js';
 
 const ATTRIBUTE: Attribute = {
   uuid: 'a-v', schemaId: 'M', name: 'v', label: 'v', type: 'STRING', rw: 'RW', unit: '', description: '',

@@ -11,7 +11,6 @@
  * are its attributes in order, the log appends those bytes as they are (ModelLog.savePacked).
  */
 import type { DataModel } from '../../models/types.js';
-import { Unpackr } from 'msgpackr';
 import { ValuePacker } from '../../store/format/value-pack.js';
 import type { ValidationResult } from './types.js';
 
@@ -69,21 +68,6 @@ export interface RecordOp {
   bytes: Buffer;
   start: number;
   end: number;
-}
-
-const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true });
-
-/** The values of `op`, in the order of its keys. */
-export function valuesOf(op: Pick<RecordOp, 'bytes' | 'start' | 'end'>): unknown[] {
-  return unpackr.unpack(op.bytes.subarray(op.start, op.end)) as unknown[];
-}
-
-/** The record of `op` as an object, keys in its order (updates, dry runs). */
-export function recordOf(op: Pick<RecordOp, 'keys' | 'bytes' | 'start' | 'end'>): Record<string, unknown> {
-  const values = valuesOf(op);
-  const record: Record<string, unknown> = {};
-  for (let k = 0; k < op.keys.length; k++) record[op.keys[k]] = values[k];
-  return record;
 }
 
 export interface InvocationError {
