@@ -203,8 +203,9 @@ describe('json:J2T flat objects scanned in wasm, and rds:Save of their scan', ()
   });
 
   it('reads the scans and writes payloads right after the Lua memory grew and was moved', async () => {
-    const worker = (await ScriptWorker.create({ timeoutMs: 5000, memoryMb: 96 })) as unknown as Worker & { sandbox: { lua: { module: { HEAPU8: Uint8Array } } } };
-    const grow = 'if args:sub(1, 1) == "G" then local big = string.rep("x", 40 * 1024 * 1024) return 0 end ';
+    // A generous time limit: under emulation (test:arm) building the string alone took over 5 s.
+    const worker = (await ScriptWorker.create({ timeoutMs: 60_000, memoryMb: 96 })) as unknown as Worker & { sandbox: { lua: { module: { HEAPU8: Uint8Array } } } };
+    const grow = 'if args:sub(1, 1) == "G" then local big = string.rep("x", 24 * 1024 * 1024) return 0 end ';
     const rules = [
       { uuid: 'text', version: 1, actions: `Actions = { function(args) ${grow}local e = rds:Save("M", json:J2T(args)) if e then Throw(e) end return 0 end }`, success: '', failed: '' },
       { uuid: 'table', version: 1, actions: `Actions = { function(args) ${grow}local e = rds:Save("M", { i = #args, t = args }) if e then Throw(e) end return 0 end }`, success: '', failed: '' },
