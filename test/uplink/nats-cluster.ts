@@ -245,8 +245,24 @@ export class NatsCluster {
     return this.nodes.map((n) => n.name);
   }
 
-  /** Every message of the stream, in stream order, read with an ordered consumer. */
+  /**
+   * Every message of the stream, in stream order, read with an ordered consumer; read again while the
+   * cluster answers that JetStream is not available yet (after a quorum came back, creating the consumer
+   * failed so once in CI although the stream had every message).
+   */
   async readAll(): Promise<HubRecord[]> {
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      try {
+        return await this.readAllOnce();
+      } catch (err) {
+        if (!/temporarily unavailable/i.test((err as Error).message) || Date.now() > deadline) throw err;
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    }
+  }
+
+  private async readAllOnce(): Promise<HubRecord[]> {
     const nc = await this.client();
     try {
       const jsm = await this.manager(nc);
