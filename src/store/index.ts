@@ -3,6 +3,7 @@ export { Store, type StoreHooks } from './store.js';
 export { ModelLog } from './log/model-log.js';
 export { type FileIo, nodeFileIo } from './base/file-io.js';
 export { crc32c } from './format/crc32c.js';
+export { decodeValues } from './read/reader.js';
 export {
   DEFAULT_STORE_OPTIONS,
   PAGE_SIZE_MAX,

@@ -1,16 +1,14 @@
 /**
- * A packed op's values read back on the main thread (updates, dry runs). Apart from protocol.ts, which the
- * workers load too, and imported by no worker module: decoding needs msgpackr, which a worker has no use
- * for (5.9 MiB of RSS each).
+ * A packed op's values read back on the main thread (updates, dry runs), decoded as the store decodes a
+ * frame's payload. Apart from protocol.ts, which the workers load too, and imported by no worker module:
+ * decoding needs msgpackr, which a worker has no use for (5.9 MiB of RSS each).
  */
-import { Unpackr } from 'msgpackr';
+import { decodeValues } from '../../store/index.js';
 import type { RecordOp } from './protocol.js';
-
-const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true });
 
 /** The values of `op`, in the order of its keys. */
 export function valuesOf(op: Pick<RecordOp, 'bytes' | 'start' | 'end'>): unknown[] {
-  return unpackr.unpack(op.bytes.subarray(op.start, op.end)) as unknown[];
+  return decodeValues(op.bytes.subarray(op.start, op.end));
 }
 
 /** The record of `op` as an object, keys in its order. */
