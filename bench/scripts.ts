@@ -19,7 +19,7 @@ import { pino } from 'pino';
 import { loadConfig } from '../src/config/index.js';
 import { ModelRegistry } from '../src/models/registry.js';
 import { ScriptPool } from '../src/scripts/pool.js';
-import type { RunTask } from '../src/scripts/shared/protocol.js';
+import { taskPayloads, type RunTask } from '../src/scripts/shared/protocol.js';
 import { startService } from '../src/server.js';
 import { Store } from '../src/store/index.js';
 import { postBody } from './http-post.js';
@@ -228,7 +228,7 @@ async function oneWorker(sample: string, seconds: number, batch: number): Promis
         rulesEpoch: 1,
         liveRuleIds: ['RULEBENCH'],
         rules: [{ uuid: 'RULEBENCH', version: 1, actions: sampleActions(sample, uuid), success: '', failed: '' }],
-        payloads: Array.from({ length: batch }, (_, i) => samplePayload(i)),
+        payloads: taskPayloads(Array.from({ length: batch }, (_, i) => samplePayload(i))),
       };
       await pool.run(task);
       let invocations = 0;

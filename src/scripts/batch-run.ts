@@ -6,7 +6,7 @@
 import { WorkerLostError } from '../errors.js';
 import type { BatchSizing } from './batch-sizing.js';
 import type { ScriptPool } from './pool.js';
-import { unpackResult, type BatchResult, type RuleScripts, type RunTask } from './shared/protocol.js';
+import { onePayload, unpackResult, type BatchResult, type RuleScripts, type RunTask, type TaskPayloads } from './shared/protocol.js';
 
 /** The parts of a task the engine fills in (models, read-only set, rule epoch). */
 export type TaskContext = Omit<RunTask, 'kind' | 'rules' | 'payloads'>;
@@ -22,11 +22,11 @@ export interface BatchRunnerDeps {
 export class BatchRunner {
   constructor(private readonly deps: BatchRunnerDeps) {}
 
-  async run(rules: RuleScripts[], payloads: string[]): Promise<BatchResult> {
+  async run(rules: RuleScripts[], payloads: TaskPayloads): Promise<BatchResult> {
     if (rules.length === 0) return { ops: [], errors: [], summaries: [], debug: [] };
     try {
       const result = await this.deps.pool.run(this.task(rules, payloads), this.deps.inendUuid);
-      if (result.elapsedMs !== undefined) this.deps.sizing.measured(rules, payloads.length, result.elapsedMs);
+      if (result.elapsedMs !== undefined) this.deps.sizing.measured(rules, payloads.ends.length, result.elapsedMs);
       return unpackResult(result);
     } catch (err) {
       if (err instanceof WorkerLostError) {
@@ -34,7 +34,7 @@ export class BatchRunner {
         this.deps.sizing.reset();
         return this.rerunOneByOne(rules, payloads);
       }
-      return failedResult(rules, payloads.length, `rule runtime error: ${(err as Error).message}`);
+      return failedResult(rules, payloads.ends.length, `rule runtime error: ${(err as Error).message}`);
     }
   }
 
@@ -42,17 +42,17 @@ export class BatchRunner {
    * A batch whose worker was ended (hard time limit, crash) returned nothing; running each
    * (payload, rule) pair alone finds the culprit and lets every other pair store its records.
    */
-  private async rerunOneByOne(rules: RuleScripts[], payloads: string[]): Promise<BatchResult> {
+  private async rerunOneByOne(rules: RuleScripts[], payloads: TaskPayloads): Promise<BatchResult> {
     const merged: BatchResult = {
       ops: [],
       errors: [],
       summaries: rules.map(() => ({ invocations: 0, failures: 0, histogram: [] })),
       debug: [],
     };
-    for (let p = 0; p < payloads.length; p++) {
+    for (let p = 0; p < payloads.ends.length; p++) {
       for (let r = 0; r < rules.length; r++) {
         try {
-          const single = unpackResult(await this.deps.pool.run(this.task([rules[r]], [payloads[p]]), this.deps.inendUuid));
+          const single = unpackResult(await this.deps.pool.run(this.task([rules[r]], onePayload(payloads, p)), this.deps.inendUuid));
           for (const op of single.ops) merged.ops.push({ ...op, payload: p, rule: r });
           for (const e of single.errors) merged.errors.push({ ...e, payload: p, rule: r });
           for (const d of single.debug) merged.debug.push({ ...d, rule: r });
@@ -71,7 +71,7 @@ export class BatchRunner {
     return merged;
   }
 
-  private task(rules: RuleScripts[], payloads: string[]): RunTask {
+  private task(rules: RuleScripts[], payloads: TaskPayloads): RunTask {
     return { kind: 'run', ...this.deps.taskContext(), rules, payloads };
   }
 }

@@ -12,6 +12,7 @@ import { BatchSizing } from './batch-sizing.js';
 import { InputCounters } from './input-stats.js';
 import type { ScriptPool } from './pool.js';
 import type { BatchResult, RuleScripts } from './shared/protocol.js';
+import { isBodyPayloads, payloadCount, slotsTaskPayloads, type PushPayloads } from './payloads.js';
 import { PushTicket, settlePayloads, type QueuedPayload } from './push-answers.js';
 import type { RuleStatsBook } from './shared/stats.js';
 import type { LogFn, ModelSource, PushResult } from './shared/types.js';
@@ -77,19 +78,25 @@ export class InputDispatcher {
   }
 
   /** Accepts all payloads or none; resolves once every one is stored (durably when the store syncs every write). */
-  push(payloads: string[], options: PushOptions = {}): Promise<PushResult> {
+  push(payloads: PushPayloads, options: PushOptions = {}): Promise<PushResult> {
     const { queueMax } = this.deps;
-    if (payloads.length === 0) return Promise.resolve({ accepted: 0, failed: 0, errors: [], durable: true });
+    const count = payloadCount(payloads);
+    if (count === 0) return Promise.resolve({ accepted: 0, failed: 0, errors: [], durable: true });
     this.applier.refuseWhileReadOnly();
-    if (payloads.length > queueMax) {
-      throw new InvalidArgumentError(`payloads: at most ${queueMax} per push for input ${this.inputLabel()}, got ${payloads.length}`);
+    if (count > queueMax) {
+      throw new InvalidArgumentError(`payloads: at most ${queueMax} per push for input ${this.inputLabel()}, got ${count}`);
     }
-    if (this.queued + payloads.length > queueMax) {
+    if (this.queued + count > queueMax) {
       throw new UnavailableError(`input ${this.inputLabel()} queue is full (${this.queued} of ${queueMax} payloads waiting), retry later`, 1);
     }
     this.counters.received();
-    const ticket = new PushTicket(payloads.length, options.waitDurable === true);
-    for (let index = 0; index < payloads.length; index++) this.queue.push({ payload: payloads[index], ticket, index });
+    const ticket = new PushTicket(count, options.waitDurable === true);
+    if (isBodyPayloads(payloads)) {
+      const { body, starts, ends } = payloads;
+      for (let index = 0; index < count; index++) this.queue.push({ text: undefined, body, start: starts[index], end: ends[index], ticket, index });
+    } else {
+      for (let index = 0; index < count; index++) this.queue.push({ text: payloads[index], body: undefined, start: 0, end: 0, ticket, index });
+    }
     this.schedulePump();
     return ticket.done;
   }
@@ -99,7 +106,7 @@ export class InputDispatcher {
     const room = Math.max(0, this.deps.queueMax - this.queued);
     const taken = payloads.slice(0, room);
     if (payloads.length > 0) this.counters.received();
-    for (const payload of taken) this.queue.push({ payload, index: 0 });
+    for (const text of taken) this.queue.push({ text, body: undefined, start: 0, end: 0, ticket: undefined, index: 0 });
     if (taken.length > 0) this.schedulePump();
     return taken.length;
   }
@@ -132,7 +139,7 @@ export class InputDispatcher {
       this.inFlight.push(batch);
       this.running++;
       void this.runner
-        .run(rules, entries.map((e) => e.payload))
+        .run(rules, slotsTaskPayloads(entries))
         .then((result) => {
           this.running--;
           batch.result = result;

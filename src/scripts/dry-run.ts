@@ -12,7 +12,7 @@ import { optionalText, requireBody } from './metadata-file.js';
 import { splitPayloads } from './payloads.js';
 import type { ScriptPool } from './pool.js';
 import { recordOf } from './shared/op-values.js';
-import { unpackResult, type BatchResult, type RuleScripts } from './shared/protocol.js';
+import { taskPayloads, unpackResult, type BatchResult, type RuleScripts } from './shared/protocol.js';
 import { capMessage } from './shared/repeat-filter.js';
 import { parseActions, parseCallback } from './rules.js';
 
@@ -135,7 +135,7 @@ export class DryRunner {
   }
 
   private async runTask(rule: RuleScripts, payloads: string[]): Promise<BatchResult> {
-    return unpackResult(await this.deps.pool.run({ kind: 'run', ...this.deps.taskContext(), rules: [rule], payloads }, POOL_OWNER));
+    return unpackResult(await this.deps.pool.run({ kind: 'run', ...this.deps.taskContext(), rules: [rule], payloads: taskPayloads(payloads) }, POOL_OWNER));
   }
 }
 

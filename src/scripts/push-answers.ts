@@ -7,6 +7,7 @@
 import { PushRefusedError, StoreReadOnlyError, type UnavailableError } from '../errors.js';
 import type { Applied } from './batch-apply.js';
 import type { InputCounters } from './input-stats.js';
+import type { PayloadSlot } from './payloads.js';
 import { capMessage } from './shared/repeat-filter.js';
 import type { PushResult, RecordLog } from './shared/types.js';
 
@@ -72,9 +73,8 @@ export class PushTicket {
 }
 
 /** A payload waiting in an input's queue; a simulator's has no ticket (nobody waits for its answer). */
-export interface QueuedPayload {
-  payload: string;
-  ticket?: PushTicket;
+export interface QueuedPayload extends PayloadSlot {
+  ticket: PushTicket | undefined;
   /** Its position in its push. */
   index: number;
 }

@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import type { Attribute, AttributeType, DataModel } from '../../src/models/types.js';
 import { ScriptWorker } from '../../src/scripts/lua/script-worker.js';
 import { valuesOf } from '../../src/scripts/shared/op-values.js';
-import { unpackOps, type RunResult, type RunTask } from '../../src/scripts/shared/protocol.js';
+import { taskPayloads, unpackOps, type RunResult, type RunTask } from '../../src/scripts/shared/protocol.js';
 
 function attribute(name: string, type: AttributeType, rule: Partial<Attribute['rule']> = {}): Attribute {
   const defaultValue = type === 'BOOL' ? false : type === 'STRING' ? '' : type === 'GEO' ? '0,0' : 0;
@@ -75,7 +75,7 @@ async function runner(): Promise<{ run(payloads: string[], scan: boolean): unkno
   return {
     run(payloads, scan) {
       worker.sandbox.wasmScans = scan;
-      const result = worker.handle({ kind: 'run', modelsVersion: 1, models: [MODEL, UNPUBLISHED], readOnlyModels: [], rulesEpoch: 1, liveRuleIds: Object.keys(RULES), rules, payloads });
+      const result = worker.handle({ kind: 'run', modelsVersion: 1, models: [MODEL, UNPUBLISHED], readOnlyModels: [], rulesEpoch: 1, liveRuleIds: Object.keys(RULES), rules, payloads: taskPayloads(payloads) });
       const records = unpackOps(result.ops).map((op) => [op.payload, op.rule, op.modelId, op.kind, op.keys, valuesOf(op), op.bytes.subarray(op.start, op.end).toString('hex')]);
       return { records, errors: result.errors, debug: result.debug, invocations: result.summaries.map((s) => [s.invocations, s.failures]) };
     },
@@ -222,7 +222,7 @@ describe('json:J2T flat objects scanned in wasm, and rds:Save of their scan', ()
     };
     const heap = worker.sandbox.lua.module.HEAPU8;
     const payloads = ['{"i":1,"t":"before"}', 'G', '{"i":2,"t":"after, and longer than sixty-four characters to take the Buffer write"}'];
-    const result = worker.handle({ kind: 'run', modelsVersion: 1, models: [MODEL], readOnlyModels: [], rulesEpoch: 1, liveRuleIds: ['text', 'table'], rules, payloads });
+    const result = worker.handle({ kind: 'run', modelsVersion: 1, models: [MODEL], readOnlyModels: [], rulesEpoch: 1, liveRuleIds: ['text', 'table'], rules, payloads: taskPayloads(payloads) });
     expect(worker.sandbox.lua.module.HEAPU8 === heap).toBe(false);
     expect(result.errors).toEqual([]);
     const saved = unpackOps(result.ops).map((op) => [op.payload, op.rule, Object.fromEntries(op.keys.map((k, i) => [k, valuesOf(op)[i]]).filter(([k]) => k === 'i' || k === 't'))]);

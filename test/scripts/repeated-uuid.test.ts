@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import type { DataModel } from '../../src/models/types.js';
 import { ScriptWorker } from '../../src/scripts/lua/script-worker.js';
-import { unpackOps, type RunResult, type RunTask } from '../../src/scripts/shared/protocol.js';
+import { taskPayloads, unpackOps, type RunResult, type RunTask } from '../../src/scripts/shared/protocol.js';
 
 const UUIDS = ['model-aaaa-0001-first-of-three-xx', 'model-aaaa-0001-first-of-three-xy', 'zodel-aaaa-0001-first-of-three-xy', 'model-aaab-0001-first-of-three-xy', 'modèl-aaaa-0001-first-of-three-x'];
 
@@ -27,7 +27,7 @@ describe('rds:Save model uuids read call after call', () => {
     const cut = `e = rds:Save("${UUIDS[1]}\\0tail", { v = 99 }) if e then Debug(e) end e = rds:Save("${UUIDS[1]}", { v = 100 }) if e then Debug(e) end`;
     const rule = { uuid: 'r', version: 1, actions: `Actions = { function(args) local e ${saves} ${cut} return 0 end }`, success: '', failed: '' };
     for (const payloads of [['x'], ['x', 'y']]) {
-      const result = worker.handle({ kind: 'run', modelsVersion: 1, models: UUIDS.map(model), readOnlyModels: [], rulesEpoch: 1, liveRuleIds: ['r'], rules: [rule], payloads });
+      const result = worker.handle({ kind: 'run', modelsVersion: 1, models: UUIDS.map(model), readOnlyModels: [], rulesEpoch: 1, liveRuleIds: ['r'], rules: [rule], payloads: taskPayloads(payloads) });
       expect(result.errors).toEqual([]);
       const expected = [...order.map((m) => UUIDS[m]), UUIDS[1], UUIDS[1]];
       expect(unpackOps(result.ops).map((op) => op.modelId)).toEqual(payloads.flatMap(() => expected));

@@ -6,7 +6,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { ScriptPool } from '../../src/scripts/pool.js';
-import type { RuleScripts, RunTask } from '../../src/scripts/shared/protocol.js';
+import { taskPayloads, type RuleScripts, type RunTask } from '../../src/scripts/shared/protocol.js';
 
 let pool: ScriptPool | undefined;
 afterEach(async () => {
@@ -26,7 +26,7 @@ function rule(uuid: string, version: number, actions: string): RuleScripts {
 }
 
 function task(rules: RuleScripts[], payloads: string[], live: { epoch: number; ids: string[] } = { epoch: 0, ids: ['A', 'B'] }): RunTask {
-  return { kind: 'run', modelsVersion: 0, models: [], readOnlyModels: [], rulesEpoch: live.epoch, liveRuleIds: live.ids, rules, payloads };
+  return { kind: 'run', modelsVersion: 0, models: [], readOnlyModels: [], rulesEpoch: live.epoch, liveRuleIds: live.ids, rules, payloads: taskPayloads(payloads) };
 }
 
 function openPool(limits: { timeoutMs?: number; memoryMb?: number } = {}): ScriptPool {

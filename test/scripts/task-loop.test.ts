@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import type { Attribute, DataModel } from '../../src/models/types.js';
 import { ScriptWorker } from '../../src/scripts/lua/script-worker.js';
 import { valuesOf } from '../../src/scripts/shared/op-values.js';
-import { unpackOps, type RuleScripts, type RunResult, type RunTask } from '../../src/scripts/shared/protocol.js';
+import { taskPayloads, unpackOps, type RuleScripts, type RunResult, type RunTask } from '../../src/scripts/shared/protocol.js';
 
 const ATTRIBUTE: Attribute = {
   uuid: 'a-v', schemaId: 'M', name: 'v', label: 'v', type: 'STRING', rw: 'RW', unit: '', description: '',
@@ -36,7 +36,7 @@ describe('one protected call a task', () => {
     const worker = await ScriptWorker.create({ timeoutMs: 50, memoryMb: 32 });
     const payloads = ['a', 'spin', 'b', 'escape', 'c', 'spin', 'escape', 'd'];
     const rules = [SAVER, BROKEN, SECOND];
-    const task: RunTask = { kind: 'run', modelsVersion: 1, models: [MODEL], readOnlyModels: [], rulesEpoch: 1, liveRuleIds: rules.map((r) => r.uuid), rules, payloads };
+    const task: RunTask = { kind: 'run', modelsVersion: 1, models: [MODEL], readOnlyModels: [], rulesEpoch: 1, liveRuleIds: rules.map((r) => r.uuid), rules, payloads: taskPayloads(payloads) };
     const result = worker.handle(task) as RunResult;
     const stored = unpackOps(result.ops).map((op) => `${op.payload}:${op.rule}:${String(valuesOf(op)[0])}`);
     expect(stored).toEqual(payloads.flatMap((p, i) => [...(p === 'spin' || p === 'escape' ? [] : [`${i}:0:${p}`]), `${i}:2:second ${p}`]));
@@ -60,7 +60,7 @@ describe('one protected call a task', () => {
     const length = rule('length', 'if args == "spin" then while true do end end local e = rds:Save("M", { v = tostring(#args) }) if e then Throw(e) end');
     // 100 KB: an allocation the allocator refuses while the clock says time is up (soft-limit.test.ts).
     const payloads = ['spin', 'x'.repeat(100_000), 'spin', 'y'.repeat(200_000)];
-    const task: RunTask = { kind: 'run', modelsVersion: 1, models: [MODEL], readOnlyModels: [], rulesEpoch: 1, liveRuleIds: ['length'], rules: [length], payloads };
+    const task: RunTask = { kind: 'run', modelsVersion: 1, models: [MODEL], readOnlyModels: [], rulesEpoch: 1, liveRuleIds: ['length'], rules: [length], payloads: taskPayloads(payloads) };
     const result = worker.handle(task) as RunResult;
     expect(unpackOps(result.ops).map((op) => `${op.payload}:${String(valuesOf(op)[0])}`)).toEqual(['1:100000', '3:200000']);
     expect(result.errors.map((e) => `${e.payload}:${e.message}`)).toEqual(['0:time limit exceeded (50 ms)', '2:time limit exceeded (50 ms)']);

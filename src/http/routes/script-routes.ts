@@ -8,7 +8,7 @@ import type { EngineView } from '../core/deps.js';
 import { badParameter, required } from '../core/params.js';
 import { withUuid } from '../core/format.js';
 import { jsonBody } from '../core/body.js';
-import { bodyPayloads } from '../../scripts/payloads.js';
+import { bodyPayloads, type BodyPayloads } from '../../scripts/payloads.js';
 import type { RequestCtx } from '../core/request.js';
 import type { Guard, Router } from '../core/router.js';
 
@@ -21,9 +21,9 @@ function waitParam(ctx: RequestCtx): boolean {
 }
 
 /** Splits a push body into payloads: NDJSON gives one per non-blank line, anything else one in all. */
-export function pushPayloads(ctx: RequestCtx): string[] {
+export function pushPayloads(ctx: RequestCtx): BodyPayloads {
   const payloads = bodyPayloads(ctx.body, ctx.header('content-type') ?? '');
-  if (payloads.length === 0) throw new InvalidArgumentError('push body is empty: send one payload (or NDJSON lines)');
+  if (payloads.starts.length === 0) throw new InvalidArgumentError('push body is empty: send one payload (or NDJSON lines)');
   return payloads;
 }
 
@@ -62,7 +62,7 @@ export function addScriptRoutes(router: Router, engine: EngineView, guards: { ad
       if (result.storeReadOnly !== undefined) {
         // 503 so the client backs off; `kept` names the lines stored (written when space returns): resend only the others.
         throw new PushPartlyKeptError(
-          `${result.storeReadOnly}; of ${payloads.length} payloads ${result.accepted} are stored and kept (data.kept lists ` +
+          `${result.storeReadOnly}; of ${payloads.starts.length} payloads ${result.accepted} are stored and kept (data.kept lists ` +
             `their line numbers), ${result.failed} were not stored: resend only those`,
           { accepted: result.accepted, failed: result.failed, kept: result.kept ?? [] },
         );

@@ -42,12 +42,14 @@ export const FLAT_STRUCT_BYTES = VALUE_END_AT + 4 * FLAT_KEYS_MAX;
 
 /**
  * What a scan found, copied out of wasm memory; reused from scan to scan (no garbage a record). Its keys
- * and string values are offsets in `text` (a J2T text), or, with no text, addresses in `heap` (the Lua
- * strings of a table rds:Save was given, read as LuaBridge reads them).
+ * and string values sit at `base` + their offsets in `heap`: offsets in the text of a J2T (base: the Lua
+ * string's address), or addresses of the Lua strings of a table rds:Save was given (base 0), read as
+ * LuaBridge reads them. A scan kept past allocations must be given the current `heap` before it is read:
+ * emscripten replaces HEAPU8 when the memory grows (the bytes stay where they are).
  */
 export class FlatScan {
   keys = 0;
-  text: string | undefined;
+  base = 0;
   heap: Uint8Array = new Uint8Array(0);
   readonly keyStart = new Int32Array(FLAT_KEYS_MAX);
   readonly keyEnd = new Int32Array(FLAT_KEYS_MAX);
@@ -58,13 +60,16 @@ export class FlatScan {
   readonly number = new Float64Array(FLAT_KEYS_MAX);
 
   /**
-   * Takes the `keys` entries of the struct flat at byte `base` of the memory both views cover; false for
-   * a text whose number is minus zero, which the lazy path leaves to JSON.parse.
+   * Takes the `keys` entries of the struct flat at byte `struct` of the memory the views and `heap` cover,
+   * for a text at `text` (a text scan) or none (a table scan); false for a text whose number is minus zero,
+   * which the lazy path leaves to JSON.parse.
    */
-  copyFrom(i32: Int32Array, f64: Float64Array, base: number, keys: number, text?: string): boolean {
+  copyFrom(i32: Int32Array, f64: Float64Array, struct: number, keys: number, heap: Uint8Array, text?: number): boolean {
     this.keys = keys;
-    const ints = base >> 2;
-    const doubles = base >> 3;
+    this.heap = heap;
+    this.base = text ?? 0;
+    const ints = struct >> 2;
+    const doubles = struct >> 3;
     for (let i = 0; i < keys; i++) {
       this.keyStart[i] = i32[ints + KEY_START_AT / 4 + i];
       this.keyEnd[i] = i32[ints + KEY_END_AT / 4 + i];
@@ -77,7 +82,8 @@ export class FlatScan {
         this.number[i] = f64[doubles + NUMBER_AT / 8 + i];
       } else if (kind === FLAT_NUMBER_TEXT) {
         if (text === undefined) throw new Error('a table scan holds a number as text');
-        const number = Number(text.slice(i32[ints + VALUE_START_AT / 4 + i], i32[ints + VALUE_END_AT / 4 + i]));
+        const start = i32[ints + VALUE_START_AT / 4 + i];
+        const number = Number(readCString(heap, text + start, i32[ints + VALUE_END_AT / 4 + i] - start));
         if (number === 0 && 1 / number < 0) return false;
         this.kind[i] = FLAT_NUMBER;
         this.number[i] = number;
@@ -90,17 +96,17 @@ export class FlatScan {
   keyIs(i: number, name: string): boolean {
     const start = this.keyStart[i];
     if (this.keyEnd[i] - start !== name.length) return false;
-    if (this.text !== undefined) return this.text.startsWith(name, start);
     const heap = this.heap;
-    for (let c = 0; c < name.length; c++) if (heap[start + c] !== name.charCodeAt(c)) return false;
+    const at = this.base + start;
+    for (let c = 0; c < name.length; c++) if (heap[at + c] !== name.charCodeAt(c)) return false;
     return true;
   }
 
-  /** Value `i` as JSON.parse gives it from a text, or as LuaBridge reads it from a table. */
+  /** Value `i` as JSON.parse gives it from a text (its strings are ASCII without escapes), or as LuaBridge reads it from a table. */
   value(i: number): string | number | boolean {
     switch (this.kind[i]) {
       case FLAT_STRING:
-        return this.text !== undefined ? this.text.slice(this.valueStart[i], this.valueEnd[i]) : readCString(this.heap, this.valueStart[i], this.valueEnd[i] - this.valueStart[i]);
+        return readCString(this.heap, this.base + this.valueStart[i], this.valueEnd[i] - this.valueStart[i]);
       case FLAT_NUMBER:
         return this.number[i];
       default:

@@ -90,15 +90,10 @@ export class WasmJ2t {
     return this.instance.exports.j2t_array(L, this.scratch, text, length) === 1;
   }
 
-  /**
-   * Reads the `length` bytes at `pointer` (a Lua string whose JS text is `text`) into `scan` as a flat
-   * object: its number of keys, or -1.
-   */
-  scanFlat(pointer: number, length: number, text: string, heap: Uint8Array, scan: FlatScan): number {
+  /** Reads the `length` bytes at `pointer` (a Lua string) into `scan` as a flat object: its number of keys, or -1. */
+  scanFlat(pointer: number, length: number, heap: Uint8Array, scan: FlatScan): number {
     const keys = this.instance.exports.j2t_flat_scan(this.scratch, pointer, length);
-    if (keys < 0 || !this.copy(scan, keys, heap, text)) return -1;
-    scan.text = text;
-    return keys;
+    return keys < 0 || !this.copy(scan, keys, heap, pointer) ? -1 : keys;
   }
 
   /**
@@ -109,18 +104,16 @@ export class WasmJ2t {
     const keys = this.instance.exports.j2t_table_scan(L, this.scratch, index);
     if (keys < 0) return -1;
     this.copy(scan, keys, heap);
-    scan.text = undefined;
-    scan.heap = heap;
     return keys;
   }
 
-  private copy(scan: FlatScan, keys: number, heap: Uint8Array, text?: string): boolean {
+  private copy(scan: FlatScan, keys: number, heap: Uint8Array, text?: number): boolean {
     if (heap !== this.viewsOf) {
       if (heap.buffer !== this.memory.buffer) throw new Error('the heap given is not a view of the J2T instance memory');
       this.viewsOf = heap;
       this.i32 = new Int32Array(heap.buffer);
       this.f64 = new Float64Array(heap.buffer);
     }
-    return scan.copyFrom(this.i32, this.f64, this.flat, keys, text);
+    return scan.copyFrom(this.i32, this.f64, this.flat, keys, heap, text);
   }
 }

@@ -64,8 +64,8 @@ function roundTrips(text: string): boolean {
  * The number of keys when `value` may stay lazy: a plain object whose keys and values give the same
  * record from the parsed object as from the Lua table (no -0 or integer past int64, which J2T pushes as
  * integers that change them), otherwise -1. `plain`: the JSON text held no escape. J2T's texts are
- * well-formed and free of NUL (the payload is checked by setPayload, a Lua string is decoded up to its
- * first NUL), and without escapes every string JSON.parse gives is a piece of the text between two
+ * well-formed and free of NUL (a Lua string is decoded up to its first NUL, invalid UTF-8 as U+FFFD),
+ * and without escapes every string JSON.parse gives is a piece of the text between two
  * quotes, so it is too: its check is skipped.
  */
 function lazyKeys(value: unknown, textLength: number, plain: boolean): number {
@@ -118,10 +118,6 @@ function isLuaUnwind(err: unknown): boolean {
 }
 
 export class LuaBridge {
-  /** The payload of the running invocation, kept on the Lua stack so its address stays its own. */
-  private payloadPointer = 0;
-  private payloadLength = 0;
-  private payloadText = '';
   readonly j2tPointer: number;
   readonly base64J2tPointer: number;
   readonly savePointer: number;
@@ -141,8 +137,8 @@ export class LuaBridge {
   private newestLazyTable = 0;
   private newestLazyText = 0;
   private newestLazyLength = 0;
-  /** Its JSON text (undefined: no lazy table this invocation), parsed only when needed. */
-  private newestLazySource: string | undefined;
+  /** A lazy table was made this invocation; its text (at newestLazyText) is decoded and parsed only when needed. */
+  private newestLazy = false;
   private newestLazyValue: Record<string, unknown> | undefined;
   /** Its text was scanned into `textScan`, which holds it until the next J2T. */
   private newestLazyScanned = false;
@@ -210,35 +206,9 @@ export class LuaBridge {
     this.lazyMetaRef = BigInt(raw.luaL_ref(L, LUA_REGISTRYINDEX));
   }
 
-  /**
-   * Called by the task loop with the payload on the stack at `index`: when a script decodes its `args`
-   * unchanged, J2T reuses the JS string instead of decoding the bytes again. Only for text that the
-   * decoding would give back identically (no NUL, well-formed).
-   */
-  setPayload(L: number, index: number, text: string): void {
-    const wellFormed = (text as unknown as { isWellFormed?(): boolean }).isWellFormed?.() ?? false;
-    if (!wellFormed || text.includes('\0')) {
-      this.payloadPointer = 0;
-      return;
-    }
-    this.payloadPointer = this.raw.lua_tolstring(L, index, this.strings.cell);
-    this.payloadLength = this.lua.module.HEAPU32[this.strings.cell >> 2];
-    this.payloadText = text;
-  }
-
-  /** The task's payload is no longer held by Lua: its address may be another string's next. */
-  clearPayload(): void {
-    this.payloadPointer = 0;
-    this.payloadText = '';
-    this.endInvocation();
-  }
-
-  /**
-   * An invocation ended; the payload stays set, since the next rule on the same payload gets the same
-   * string, which the task loop holds until it moves on (and setPayload then names the next one).
-   */
+  /** An invocation ended: its lazy tables are no longer the newest. */
   endInvocation(): void {
-    this.newestLazySource = undefined;
+    this.newestLazy = false;
     this.newestLazyValue = undefined;
     this.newestLazyScanned = false;
     this.newestLazyReads = 0;
@@ -254,9 +224,16 @@ export class LuaBridge {
     const pointer = raw.lua_tolstring(L, 1, this.strings.cell);
     const length = this.lua.module.HEAPU32[this.strings.cell >> 2];
     if (this.useWasmArrays && this.wasm?.decode(L, pointer, length) === true) return 1;
+    // A flat object is read where Lua holds it: no JS string of the text is made, nor parsed.
+    if (pointer !== 0 && this.useWasmScans && this.wasm !== undefined && length <= LAZY_TEXT_MAX) {
+      const keys = this.wasm.scanFlat(pointer, length, this.lua.module.HEAPU8, this.textScan);
+      if (keys >= 0) {
+        this.pushLazy(L, keys, undefined, pointer, length);
+        return 1;
+      }
+    }
     let text: string;
-    if (pointer !== 0 && pointer === this.payloadPointer && length === this.payloadLength) text = this.payloadText;
-    else if (pointer !== 0 && pointer === this.keptStringPointer && length === this.keptStringLength) text = this.keptStringText;
+    if (pointer !== 0 && pointer === this.keptStringPointer && length === this.keptStringLength) text = this.keptStringText;
     else text = readCString(this.lua.module.HEAPU8, pointer, length);
     return this.parseAndPush(L, text, pointer, length);
   }
@@ -278,18 +255,10 @@ export class LuaBridge {
 
   /**
    * `pointer`, `length`: the Lua string at index 1 that `text` was read from, which a lazy table keeps. A
-   * flat object that j2t.c's flat scan reads is not parsed here: `rds:Save` of it takes the scan, its first
-   * reads are answered from the scan, and what else looks into it parses it then.
+   * flat object that j2t.c's flat scan read did not come here: `rds:Save` of it takes the scan, its first
+   * reads are answered from the scan, and what else looks into it parses its text then.
    */
   private parseAndPush(L: number, text: string, pointer = 0, length = 0): number {
-    if (pointer !== 0 && this.useWasmScans && this.wasm !== undefined && length <= LAZY_TEXT_MAX) {
-      // Taken only for ASCII without NUL: `text` is the bytes at `pointer`, offset for offset.
-      const keys = this.wasm.scanFlat(pointer, length, text, this.lua.module.HEAPU8, this.textScan);
-      if (keys >= 0) {
-        this.pushLazy(L, keys, text, undefined, pointer, length);
-        return 1;
-      }
-    }
     let value: unknown;
     try {
       value = parseJson(text);
@@ -301,12 +270,12 @@ export class LuaBridge {
     if (value === undefined) return 0;
     const keys = pointer !== 0 ? lazyKeys(value, text.length, !text.includes('\\')) : -1;
     if (keys < 0) this.push(L, value);
-    else this.pushLazy(L, keys, text, value as Record<string, unknown>, pointer, length);
+    else this.pushLazy(L, keys, value as Record<string, unknown>, pointer, length);
     return 1;
   }
 
-  /** Pushes the lazy table of `text` (`value` when parsed already), empty with its final sizes, and makes it the newest. */
-  private pushLazy(L: number, keys: number, text: string, value: Record<string, unknown> | undefined, pointer: number, length: number): void {
+  /** Pushes the lazy table of the text at `pointer` (`value` when parsed already), empty with its final sizes, and makes it the newest. */
+  private pushLazy(L: number, keys: number, value: Record<string, unknown> | undefined, pointer: number, length: number): void {
     const { raw } = this;
     // Its text is kept beside it (weak keys) to fill it later.
     raw.lua_createtable(L, 0, keys);
@@ -326,14 +295,20 @@ export class LuaBridge {
     this.newestLazyReads = 0;
     this.newestLazyText = pointer;
     this.newestLazyLength = length;
-    this.newestLazySource = text;
+    this.newestLazy = true;
     this.newestLazyValue = value;
     this.newestLazyScanned = value === undefined;
   }
 
-  /** The parsed object of the newest lazy table. */
+  /** The parsed object of the newest lazy table (its text lives while the table does: see pushLazy). */
   private newestParsed(): Record<string, unknown> {
-    return (this.newestLazyValue ??= parseJson(this.newestLazySource!) as Record<string, unknown>);
+    return (this.newestLazyValue ??= parseJson(readCString(this.lua.module.HEAPU8, this.newestLazyText, this.newestLazyLength)) as Record<string, unknown>);
+  }
+
+  /** The scan of the newest lazy table's text, over the memory as it is now. */
+  private newestScan(): FlatScan {
+    this.textScan.heap = this.lua.module.HEAPU8;
+    return this.textScan;
   }
 
   /**
@@ -343,7 +318,7 @@ export class LuaBridge {
    */
   private lazyGet(L: number): number {
     const { raw } = this;
-    if (this.newestLazySource !== undefined && raw.lua_topointer(L, 1) === this.newestLazyTable && ++this.newestLazyReads <= LAZY_READS_MAX) {
+    if (this.newestLazy && raw.lua_topointer(L, 1) === this.newestLazyTable && ++this.newestLazyReads <= LAZY_READS_MAX) {
       // J2T's flat objects have string keys only.
       if (raw.lua_type(L, 2) !== LUA_TSTRING) {
         raw.lua_pushnil(L);
@@ -370,7 +345,7 @@ export class LuaBridge {
 
   /** `key`'s value in the newest lazy table's scan, as JSON.parse would give it. */
   private scannedItem(key: string): unknown {
-    const scan = this.textScan;
+    const scan = this.newestScan();
     for (let i = 0; i < scan.keys; i++) if (scan.keyIs(i, key)) return scan.value(i);
     return undefined;
   }
@@ -407,7 +382,7 @@ export class LuaBridge {
   /** The parsed object of the lazy table at `index` (absolute). */
   private lazyValue(L: number, index: number): Record<string, unknown> {
     const { raw } = this;
-    if (this.newestLazySource !== undefined && raw.lua_topointer(L, index) === this.newestLazyTable) return this.newestParsed();
+    if (this.newestLazy && raw.lua_topointer(L, index) === this.newestLazyTable) return this.newestParsed();
     raw.lua_rawgeti(L, LUA_REGISTRYINDEX, this.lazySourcesRef);
     raw.lua_pushvalue(L, index);
     raw.lua_rawget(L, -2);
@@ -519,7 +494,7 @@ export class LuaBridge {
         // Untouched since J2T: the parsed object is the record a walk of the table would give.
         const uuid = strings.readRepeated(L, 1);
         if (this.newestLazyScanned && this.host.storeScanned && raw.lua_topointer(L, 2) === this.newestLazyTable) {
-          const error = this.host.storeScanned(kind, uuid, this.textScan);
+          const error = this.host.storeScanned(kind, uuid, this.newestScan());
           if (error !== null) {
             if (error === undefined) raw.lua_pushboolean(L, 0);
             else strings.pushC(L, error);

@@ -200,10 +200,17 @@ export class WasmStrings {
     return this.pointer;
   }
 
-  /** Pushes `text` with its full length (NUL bytes included), as the payload of an invocation. */
+  /** Pushes `text` with its full length (NUL bytes included): a rule's script. */
   pushFull(L: number, text: string): void {
     const length = this.write(text);
     this.raw.lua_pushlstring(L, this.pointer, length);
+  }
+
+  /** Pushes bytes[start, end) as a Lua string of exactly their length (NUL bytes included): an invocation's payload. */
+  pushRange(L: number, bytes: Uint8Array, start: number, end: number): void {
+    this.reserve(end - start + 1);
+    this.lua.module.HEAPU8.set(bytes.subarray(start, end), this.pointer);
+    this.raw.lua_pushlstring(L, this.pointer, end - start);
   }
 
   /** Pushes `bytes` as a Lua string of exactly their length. */

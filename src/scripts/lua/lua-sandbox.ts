@@ -24,6 +24,7 @@ import { hostFunctions, INVOKE_ERROR, INVOKE_TIMEOUT, PRELUDE_LUA, type LibHost 
 import { cappedAllocator, type LuaAllocator } from './wasm-allocator.js';
 import { captureWasmExports, LUA_TSTRING, LUA_TTABLE, rawLua, WasmStrings, type RawLua } from './lua-raw.js';
 import { capMessage, MESSAGE_BYTES_MAX } from '../shared/repeat-filter.js';
+import { taskPayloads, type TaskPayloads } from '../shared/protocol.js';
 
 export interface SandboxLimits {
   timeoutMs: number;
@@ -49,7 +50,7 @@ export interface InvocationVisitor {
 /** Where a task's Lua loop stands (see invokeAll). */
 interface TaskCursor {
   readonly envRefs: readonly (number | undefined)[];
-  readonly payloads: readonly string[];
+  readonly payloads: TaskPayloads;
   readonly visitor: InvocationVisitor;
   payload: number;
   rule: number;
@@ -254,7 +255,7 @@ export class LuaSandbox {
   /** Runs one payload through one compiled rule under the soft time limit; once that passed, it is the outcome. */
   invoke(envRef: number, payload: string): InvokeOutcome {
     let outcome: InvokeOutcome | undefined;
-    this.invokeAll([envRef], [payload], {
+    this.invokeAll([envRef], taskPayloads([payload]), {
       starting: () => {},
       ended: (_p, _r, status, message) => {
         outcome = message === undefined ? { status } : { status, message };
@@ -274,8 +275,8 @@ export class LuaSandbox {
    * of a dozen. An error that escapes the loop (the sticky time limit raised in the loop's own code, or
    * a memory error there) ends the invocation it was in, and a new protected call goes on from the next.
    */
-  invokeAll(envRefs: readonly (number | undefined)[], payloads: readonly string[], visitor: InvocationVisitor): void {
-    if (envRefs.length === 0 || payloads.length === 0) return;
+  invokeAll(envRefs: readonly (number | undefined)[], payloads: TaskPayloads, visitor: InvocationVisitor): void {
+    if (envRefs.length === 0 || payloads.ends.length === 0) return;
     const { raw, state } = this;
     const task: TaskCursor = { envRefs, payloads, visitor, payload: 0, rule: -1, active: false, done: false, pushed: -1 };
     this.task = task;
@@ -286,7 +287,7 @@ export class LuaSandbox {
         const end = this.protectedCall(0, 0);
         // The loop's `args` is gone with the call: the next call pushes its payload again.
         task.pushed = -1;
-        this.bridge.clearPayload();
+        this.bridge.endInvocation();
         if (end.rc === 0 || task.done) break;
         if (!task.active) throw new Error(`the task loop failed outside an invocation: ${this.popError()}`);
         task.active = false;
@@ -320,7 +321,7 @@ export class LuaSandbox {
         task.rule = 0;
         task.payload++;
       }
-      if (task.payload >= task.payloads.length) {
+      if (task.payload >= task.payloads.ends.length) {
         task.done = true;
         return 0;
       }
@@ -343,10 +344,10 @@ export class LuaSandbox {
       // Outside the memory cap, as the payload was always pushed: a cap reached here would be a Lua panic
       // in a call that cannot take it, and the payload is not the script's allocation.
       this.allocator.limit(0);
-      this.strings.pushFull(L, task.payloads[task.payload]);
+      const { bytes, ends } = task.payloads;
+      this.strings.pushRange(L, bytes, task.payload === 0 ? 0 : ends[task.payload - 1], ends[task.payload]);
       this.allocator.limit(this.limits.memoryMb * 1024 * 1024);
       task.pushed = task.payload;
-      this.bridge.setPayload(L, raw.lua_gettop(L), task.payloads[task.payload]);
       results = 2;
     }
     return results;

@@ -34,7 +34,47 @@ export interface RunTask {
   rulesEpoch: number;
   liveRuleIds: string[];
   rules: RuleScripts[];
-  payloads: string[];
+  payloads: TaskPayloads;
+}
+
+/**
+ * A task's payloads as one buffer: payload i is bytes[ends[i - 1] (0 for the first), ends[i]), UTF-8.
+ * One typed array crosses to the worker where an array of strings was decoded on the main thread, cloned
+ * string by string and encoded again into wasm memory (docs/scripts-internals.md, "Main thread → worker").
+ */
+export interface TaskPayloads {
+  bytes: Uint8Array;
+  ends: Int32Array;
+}
+
+/** The payloads of `texts`, each encoded as Buffer.write encodes it (a lone surrogate becomes U+FFFD). */
+export function taskPayloads(texts: readonly string[]): TaskPayloads {
+  return packPayloads(
+    texts.length,
+    (i) => Buffer.byteLength(texts[i], 'utf8'),
+    (bytes, i, at) => bytes.write(texts[i], at, 'utf8'),
+  );
+}
+
+/** Lays out `count` payloads of `sizeOf(i)` bytes each, which `write` puts at `at`. */
+export function packPayloads(count: number, sizeOf: (i: number) => number, write: (bytes: Buffer, i: number, at: number) => void): TaskPayloads {
+  const ends = new Int32Array(count);
+  let total = 0;
+  for (let i = 0; i < count; i++) {
+    total += sizeOf(i);
+    ends[i] = total;
+  }
+  // Not from Buffer's shared pool: a clone of a pooled slice would copy the whole pool.
+  const bytes = Buffer.allocUnsafeSlow(total);
+  for (let i = 0; i < count; i++) write(bytes, i, i === 0 ? 0 : ends[i - 1]);
+  return { bytes, ends };
+}
+
+/** Payload `index` of `payloads` alone, copied (a batch run again pair by pair). */
+export function onePayload(payloads: TaskPayloads, index: number): TaskPayloads {
+  const start = index === 0 ? 0 : payloads.ends[index - 1];
+  const end = payloads.ends[index];
+  return { bytes: payloads.bytes.slice(start, end), ends: Int32Array.of(end - start) };
 }
 
 /** Answered with a ValidationResult. */
