@@ -16,15 +16,18 @@ export class InputCounters {
     this.lastPayloadAtMs = atMs;
   }
 
-  /** A payload ran through every rule: `error` is its first failure, undefined when it was stored. */
-  settled(error: string | undefined, atMs = Date.now()): void {
+  /**
+   * A payload ran through every rule: `error` is its first failure, undefined when it was stored. The
+   * clock is read for a failure only: this runs for every payload.
+   */
+  settled(error: string | undefined, atMs?: number): void {
     if (error === undefined) {
       this.accepted++;
       return;
     }
     this.failed++;
     // `inends/stats` shows it: at most 1 KB (contract 18), as the push answer that carried it.
-    this.lastError = { message: capMessage(error), atMs };
+    this.lastError = { message: capMessage(error), atMs: atMs ?? Date.now() };
   }
 
   view(uuid: string, queued: number): InputStats {

@@ -21,7 +21,7 @@ export class PushTicket {
   private reject!: (error: PushRefusedError) => void;
 
   constructor(
-    count: number,
+    private readonly count: number,
     readonly waitDurable: boolean,
   ) {
     this.remaining = count;
@@ -31,7 +31,11 @@ export class PushTicket {
     });
   }
 
-  private readonly kept: number[] = [];
+  /**
+   * The indexes of the payloads that failed, rare: the 1-based numbers of those kept (`kept`, needed only
+   * for a 503) are the others, not collected payload by payload.
+   */
+  private readonly failedIndexes: number[] = [];
   /** Of the payloads a model refused for a moment, the refusal that asks to wait longest. */
   private refused: UnavailableError | undefined;
 
@@ -42,9 +46,9 @@ export class PushTicket {
     if (!onDisk) this.result.durable = false;
     if (error === undefined) {
       this.result.accepted++;
-      this.kept.push(index + 1);
     } else {
       this.result.failed++;
+      this.failedIndexes.push(index);
       // At most 1 KB a message (contract 18), the store's failures as the rules'.
       if (this.result.errors.length < PUSH_ERRORS_MAX) this.result.errors.push({ index, message: capMessage(error) });
     }
@@ -58,10 +62,10 @@ export class PushTicket {
    */
   private answer(): void {
     this.result.errors.sort((a, b) => a.index - b.index);
-    const kept = this.kept.sort((a, b) => a - b);
-    if (this.result.storeReadOnly !== undefined) this.result.kept = kept;
+    if (this.result.storeReadOnly !== undefined) this.result.kept = this.kept();
     else if (this.refused !== undefined) {
       const { accepted, failed } = this.result;
+      const kept = this.kept();
       const message =
         `${this.refused.message}; of ${accepted + failed} payloads ${accepted} are stored and kept (data.kept lists their ` +
         `line numbers), ${failed} were not stored: resend only those`;
@@ -69,6 +73,14 @@ export class PushTicket {
       return;
     }
     this.resolve(this.result);
+  }
+
+  /** The 1-based numbers of the payloads settled without an error, in order. */
+  private kept(): number[] {
+    const failed = new Set(this.failedIndexes);
+    const kept: number[] = [];
+    for (let index = 0; index < this.count; index++) if (!failed.has(index)) kept.push(index + 1);
+    return kept;
   }
 }
 
