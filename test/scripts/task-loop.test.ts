@@ -4,6 +4,7 @@
  * protected call, a rule that did not compile) ends only that one: the task goes on with the next, every
  * other invocation stores its records, and each is counted once.
  */
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Attribute, DataModel } from '../../src/models/types.js';
 import { ScriptWorker } from '../../src/scripts/lua/script-worker.js';
@@ -64,5 +65,39 @@ describe('one protected call a task', () => {
     const result = worker.handle(task) as RunResult;
     expect(unpackOps(result.ops).map((op) => `${op.payload}:${String(valuesOf(op)[0])}`)).toEqual(['1:100000', '3:200000']);
     expect(result.errors.map((e) => `${e.payload}:${e.message}`)).toEqual(['0:time limit exceeded (50 ms)', '2:time limit exceeded (50 ms)']);
+  });
+
+  it('each invocation gets its own payload, byte for byte, however the payloads fill the window of wasm memory', async () => {
+    const worker = await ScriptWorker.create({ timeoutMs: 5000, memoryMb: 64 });
+    // The length, and a hash of 64 bytes spread over the payload: a payload read from the wrong place in
+    // the window (payload-window.ts) shows in either.
+    const fingerprint = rule(
+      'fingerprint',
+      'local n, h = #args, 0 ' +
+        'if n > 0 then for k = 0, 63 do local i = 1 + (k * (n - 1)) // 63 h = (h * 31 + args:byte(i)) % 1000000007 end end ' +
+        'local e = rds:Save("M", { v = n .. ":" .. h }) if e then Throw(e) end',
+    );
+    const expected = (bytes: Buffer): string => {
+      let h = 0;
+      if (bytes.length > 0) for (let k = 0; k < 64; k++) h = (h * 31 + bytes[Math.floor((k * (bytes.length - 1)) / 63)]) % 1000000007;
+      return `${bytes.length}:${h}`;
+    };
+    const size = fc.oneof(fc.integer({ min: 0, max: 300 }), fc.integer({ min: 65_000, max: 66_000 }), fc.constant(65_536), fc.integer({ min: 66_000, max: 200_000 }));
+    const payload = fc.tuple(size, fc.string({ unit: fc.constantFrom('a', 'z', '\0', 'é', '€', '{', '\n'), minLength: 1, maxLength: 8 })).map(([bytes, pattern]) => {
+      const text = pattern.repeat(Math.ceil(bytes / pattern.length) + 1);
+      return Buffer.from(text).subarray(0, bytes).toString('latin1');
+    });
+    let epoch = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.array(payload, { minLength: 1, maxLength: 8 }), async (texts) => {
+        const payloads = taskPayloads(texts);
+        const task: RunTask = { kind: 'run', modelsVersion: 1, models: [MODEL], readOnlyModels: [], rulesEpoch: ++epoch, liveRuleIds: ['fingerprint'], rules: [fingerprint], payloads };
+        const result = worker.handle(task) as RunResult;
+        expect(result.errors).toEqual([]);
+        const seen = unpackOps(result.ops).map((op) => String(valuesOf(op)[0]));
+        expect(seen).toEqual(texts.map((_, i) => expected(Buffer.from(payloads.bytes.subarray(i === 0 ? 0 : payloads.ends[i - 1], payloads.ends[i])))));
+      }),
+      { numRuns: 25 },
+    );
   });
 });

@@ -206,13 +206,6 @@ export class WasmStrings {
     this.raw.lua_pushlstring(L, this.pointer, length);
   }
 
-  /** Pushes bytes[start, end) as a Lua string of exactly their length (NUL bytes included): an invocation's payload. */
-  pushRange(L: number, bytes: Uint8Array, start: number, end: number): void {
-    this.reserve(end - start + 1);
-    this.lua.module.HEAPU8.set(bytes.subarray(start, end), this.pointer);
-    this.raw.lua_pushlstring(L, this.pointer, end - start);
-  }
-
   /** Pushes `bytes` as a Lua string of exactly their length. */
   pushBytes(L: number, bytes: Uint8Array): void {
     this.reserve(bytes.length + 1);

@@ -20,6 +20,7 @@ import { LuaFactory, LUA_REGISTRYINDEX, LuaLibraries, type LuaEngine, type LuaWa
 import { hexCFunctions } from './hex-lib.js';
 import { WasmJ2t } from './j2t-wasm.js';
 import { LuaBridge } from './lua-bridge.js';
+import { PayloadWindow } from './payload-window.js';
 import { hostFunctions, INVOKE_ERROR, INVOKE_TIMEOUT, PRELUDE_LUA, type LibHost } from './lua-libs.js';
 import { cappedAllocator, type LuaAllocator } from './wasm-allocator.js';
 import { captureWasmExports, LUA_TSTRING, LUA_TTABLE, rawLua, WasmStrings, type RawLua } from './lua-raw.js';
@@ -42,8 +43,11 @@ export interface InvokeOutcome {
  */
 export interface InvocationVisitor {
   starting(payload: number, rule: number): void;
-  /** `status`: INVOKE_*, with the message `invoke` answered (no object an invocation: this runs for every payload). */
-  ended(payload: number, rule: number, status: number, message: string | undefined): void;
+  /**
+   * `status`: INVOKE_*, with the message `invoke` answered (no object an invocation: this runs for every
+   * payload); `atMs`: performance.now() when it ended, which is also when the next one's clock started.
+   */
+  ended(payload: number, rule: number, status: number, message: string | undefined, atMs: number): void;
   skipped(payload: number, rule: number): void;
 }
 
@@ -71,13 +75,17 @@ const MEMORY_ERROR = 'not enough memory';
  */
 const MESSAGE_HEAD_BYTES = 16 * MESSAGE_BYTES_MAX;
 
-/** The deadline of the running protected call, and whether it has passed (which stays so until the call ends). */
+/**
+ * The deadline of the running protected call, and whether it has passed (which stays so until the call
+ * ends). On performance.now(): the task loop reads the clock once between two invocations, for the
+ * last one's duration and the next one's deadline.
+ */
 class InvocationClock {
   private deadline = Infinity;
   expired = false;
 
-  start(timeoutMs: number): void {
-    this.deadline = Date.now() + timeoutMs;
+  start(timeoutMs: number, nowMs = performance.now()): void {
+    this.deadline = nowMs + timeoutMs;
     this.expired = false;
   }
 
@@ -91,7 +99,7 @@ class InvocationClock {
   }
 
   timeUp(): boolean {
-    if (!this.expired && Date.now() > this.deadline) this.expired = true;
+    if (!this.expired && performance.now() > this.deadline) this.expired = true;
     return this.expired;
   }
 }
@@ -135,6 +143,7 @@ export class LuaSandbox {
     private readonly lua: LuaWasm,
     private readonly raw: RawLua,
     private readonly strings: WasmStrings,
+    private readonly window: PayloadWindow,
     private readonly allocator: LuaAllocator,
     private readonly bridge: LuaBridge,
     private readonly limits: SandboxLimits,
@@ -222,7 +231,7 @@ export class LuaSandbox {
       return lua.luaL_ref(state, LUA_REGISTRYINDEX);
     };
     const refs = { compile: ref('__compile_rule'), invokeTask: ref('__invoke_task') };
-    const sandbox = new LuaSandbox(engine, lua, raw, strings, allocator, bridge, limits, clock, refs);
+    const sandbox = new LuaSandbox(engine, lua, raw, strings, new PayloadWindow(lua, raw), allocator, bridge, limits, clock, refs);
     stepOf = (L) => sandbox.step(L);
     return sandbox;
   }
@@ -291,13 +300,14 @@ export class LuaSandbox {
         if (end.rc === 0 || task.done) break;
         if (!task.active) throw new Error(`the task loop failed outside an invocation: ${this.popError()}`);
         task.active = false;
-        if (end.timedOut) visitor.ended(task.payload, task.rule, INVOKE_TIMEOUT, timeoutMessage(this.limits));
-        else visitor.ended(task.payload, task.rule, INVOKE_ERROR, this.popError());
+        if (end.timedOut) visitor.ended(task.payload, task.rule, INVOKE_TIMEOUT, timeoutMessage(this.limits), performance.now());
+        else visitor.ended(task.payload, task.rule, INVOKE_ERROR, this.popError(), performance.now());
       }
       if (!task.done) throw new Error('the task loop ended before its last invocation');
     } finally {
       raw.lua_settop(state, 0);
       this.task = undefined;
+      this.window.release();
     }
   }
 
@@ -308,12 +318,13 @@ export class LuaSandbox {
   private step(L: number): number {
     const task = this.task;
     if (task === undefined) throw new Error('step called outside a task');
+    const nowMs = performance.now();
     if (task.active) {
       task.active = false;
       this.bridge.endInvocation();
-      if (this.clock.expired) task.visitor.ended(task.payload, task.rule, INVOKE_TIMEOUT, timeoutMessage(this.limits));
+      if (this.clock.expired) task.visitor.ended(task.payload, task.rule, INVOKE_TIMEOUT, timeoutMessage(this.limits), nowMs);
       // A small integer: read as a double, without the BigInt lua_tointegerx makes.
-      else task.visitor.ended(task.payload, task.rule, this.raw.lua_tonumberx(L, 1, 0), this.raw.lua_type(L, 2) === LUA_TSTRING ? this.readMessage(L, 2) : undefined);
+      else task.visitor.ended(task.payload, task.rule, this.raw.lua_tonumberx(L, 1, 0), this.raw.lua_type(L, 2) === LUA_TSTRING ? this.readMessage(L, 2) : undefined, nowMs);
     }
     let envRef: number | undefined;
     do {
@@ -332,7 +343,7 @@ export class LuaSandbox {
     task.visitor.starting(task.payload, task.rule);
     // Before the payload is pushed: the allocator refuses large allocations while the last invocation's
     // clock says its time is up, and a large payload is one.
-    this.clock.start(this.limits.timeoutMs);
+    this.clock.start(this.limits.timeoutMs, nowMs);
     if (envRef !== this.envRef) {
       this.envRef = envRef;
       this.envRefBig = BigInt(envRef);
@@ -344,8 +355,7 @@ export class LuaSandbox {
       // Outside the memory cap, as the payload was always pushed: a cap reached here would be a Lua panic
       // in a call that cannot take it, and the payload is not the script's allocation.
       this.allocator.limit(0);
-      const { bytes, ends } = task.payloads;
-      this.strings.pushRange(L, bytes, task.payload === 0 ? 0 : ends[task.payload - 1], ends[task.payload]);
+      this.window.push(L, task.payloads, task.payload);
       this.allocator.limit(this.limits.memoryMb * 1024 * 1024);
       task.pushed = task.payload;
       results = 2;

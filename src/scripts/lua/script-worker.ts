@@ -186,12 +186,11 @@ export class ScriptWorker {
           ctx.recordsThisInvocation = 0;
           ctx.bytesThisInvocation = 0;
         },
-        ended(payload, rule, status, message) {
+        ended(payload, rule, status, message, atMs) {
           const summary = result.summaries[rule];
           summary.invocations++;
-          const ended = performance.now();
-          recordDuration(summary.histogram, ended - started);
-          started = ended;
+          recordDuration(summary.histogram, atMs - started);
+          started = atMs;
           if (status === INVOKE_ERROR || status === INVOKE_TIMEOUT) {
             const position = splitPosition(message ?? 'error');
             failed(payload, rule, position.message, position.line);
