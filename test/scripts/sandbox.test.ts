@@ -97,6 +97,23 @@ describe('LuaSandbox', () => {
     expect(host.lines).toEqual(['1 integer float nil 3 nil 3 a 0 v', 'err Expected double-quoted property name in JSON at position 7']);
   });
 
+  it('json:J2T takes a string or a number (as tostring writes it) and refuses anything else at the calling line', async () => {
+    const host = recordingHost();
+    const sandbox = await LuaSandbox.create({ timeoutMs: 200, memoryMb: 16 }, host);
+    const numbers = sandbox.compile(scripts(`Actions = { function(args)
+        Debug(json:J2T(12), json:J2T(2.5), json:J2T(-0.0), json:J2T(2^53), json:J2T('"s"'))
+        return true, args
+      end }`));
+    if (!numbers.ok) throw new Error(numbers.error);
+    expect(sandbox.invoke(numbers.envRef, 'x')).toEqual({ status: INVOKE_OK });
+    expect(host.lines).toEqual(['12 2.5 0 9007199254741000 s']);
+    for (const [call, got] of [['json:J2T({})', 'table'], ['json:J2T()', 'nil'], ['json:J2T(nil)', 'nil'], ['json:J2T(true)', 'boolean'], ['json.J2T(args)', 'nil'], ['json:J2T(print or Debug)', 'function']]) {
+      const bad = sandbox.compile(scripts(`Actions = { function(args)\n  local x = 1\n  return true, ${call}\nend }`));
+      if (!bad.ok) throw new Error(bad.error);
+      expect(sandbox.invoke(bad.envRef, 'x').message, call).toBe(`actions:3: bad argument #1 to 'J2T' (string expected, got ${got})`);
+    }
+  });
+
   it('json:base64J2T decodes base64 then JSON as RHILEX does: (value) or (nil, err) for bad base64 or bad JSON', async () => {
     const host = recordingHost();
     const sandbox = await LuaSandbox.create({ timeoutMs: 200, memoryMb: 16 }, host);

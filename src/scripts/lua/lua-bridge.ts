@@ -12,7 +12,7 @@ import type { LuaWasm } from 'wasmoon';
 import { FlatScan } from './flat-json.js';
 import { decodeGoBase64 } from './go-base64.js';
 import type { WasmJ2t } from './j2t-wasm.js';
-import { LUA_REGISTRYINDEX, LUA_TBOOLEAN, LUA_TNUMBER, LUA_TSTRING, LUA_TTABLE, readCString, type RawLua, type WasmStrings } from './lua-raw.js';
+import { LUA_REGISTRYINDEX, LUA_TBOOLEAN, LUA_TNUMBER, LUA_TSTRING, LUA_TTABLE, luaTypeName, readCString, type RawLua, type WasmStrings } from './lua-raw.js';
 
 /**
  * Short strings J2T pushes (keys, tag names) are kept in the registry and pushed from there: one
@@ -53,6 +53,8 @@ const PARSED_CACHE_MAX = 256;
  * read fills it, so a rule reading every field pays two calls more than before, not one per field.
  */
 const LAZY_READS_MAX = 2;
+/** Where `json:J2T(s)` finds s: the method's own table is index 1. */
+const J2T_TEXT = 2;
 const INT64_LIMIT = 2 ** 63;
 
 /** Text that goes into Lua and comes back unchanged (pushC ends a string at NUL; lone surrogates are re-encoded). */
@@ -218,24 +220,34 @@ export class LuaBridge {
     if (this.parsed.size > 0) this.parsed.clear();
   }
 
-  /** `j2t(text)`: the decoded value, or nil and JSON.parse's message; nothing for a top-level null. */
+  /**
+   * `json:J2T(s)`, s at index 2: the decoded value, or nil and JSON.parse's message; nothing for a
+   * top-level null. A number is decoded as tostring writes it, anything else is the error the Lua method
+   * raised, at the caller's line. One C function where a Lua method called `type` and then the C one:
+   * one call a payload instead of three.
+   */
   private j2t(L: number): number {
+    const type = this.raw.lua_type(L, J2T_TEXT);
+    if (type !== LUA_TSTRING && type !== LUA_TNUMBER) {
+      throw new Error(`${this.strings.where(L, 1)}bad argument #1 to 'J2T' (string expected, got ${luaTypeName(type)})`);
+    }
     const { raw } = this;
-    const pointer = raw.lua_tolstring(L, 1, this.strings.cell);
+    // A number becomes its string in place, as tostring writes it.
+    const pointer = raw.lua_tolstring(L, J2T_TEXT, this.strings.cell);
     const length = this.lua.module.HEAPU32[this.strings.cell >> 2];
     if (this.useWasmArrays && this.wasm?.decode(L, pointer, length) === true) return 1;
     // A flat object is read where Lua holds it: no JS string of the text is made, nor parsed.
     if (pointer !== 0 && this.useWasmScans && this.wasm !== undefined && length <= LAZY_TEXT_MAX) {
       const keys = this.wasm.scanFlat(pointer, length, this.lua.module.HEAPU8, this.textScan);
       if (keys >= 0) {
-        this.pushLazy(L, keys, undefined, pointer, length);
+        this.pushLazy(L, keys, undefined, pointer, length, J2T_TEXT);
         return 1;
       }
     }
     let text: string;
     if (pointer !== 0 && pointer === this.keptStringPointer && length === this.keptStringLength) text = this.keptStringText;
     else text = readCString(this.lua.module.HEAPU8, pointer, length);
-    return this.parseAndPush(L, text, pointer, length);
+    return this.parseAndPush(L, text, pointer, length, J2T_TEXT);
   }
 
   /**
@@ -254,11 +266,11 @@ export class LuaBridge {
   }
 
   /**
-   * `pointer`, `length`: the Lua string at index 1 that `text` was read from, which a lazy table keeps. A
+   * `pointer`, `length`: the Lua string at `index` that `text` was read from, which a lazy table keeps. A
    * flat object that j2t.c's flat scan read did not come here: `rds:Save` of it takes the scan, its first
    * reads are answered from the scan, and what else looks into it parses its text then.
    */
-  private parseAndPush(L: number, text: string, pointer = 0, length = 0): number {
+  private parseAndPush(L: number, text: string, pointer = 0, length = 0, index = 0): number {
     let value: unknown;
     try {
       value = parseJson(text);
@@ -270,12 +282,15 @@ export class LuaBridge {
     if (value === undefined) return 0;
     const keys = pointer !== 0 ? lazyKeys(value, text.length, !text.includes('\\')) : -1;
     if (keys < 0) this.push(L, value);
-    else this.pushLazy(L, keys, value as Record<string, unknown>, pointer, length);
+    else this.pushLazy(L, keys, value as Record<string, unknown>, pointer, length, index);
     return 1;
   }
 
-  /** Pushes the lazy table of the text at `pointer` (`value` when parsed already), empty with its final sizes, and makes it the newest. */
-  private pushLazy(L: number, keys: number, value: Record<string, unknown> | undefined, pointer: number, length: number): void {
+  /**
+   * Pushes the lazy table of the text at `pointer`, the Lua string at `index` (`value` when parsed
+   * already), empty with its final sizes, and makes it the newest.
+   */
+  private pushLazy(L: number, keys: number, value: Record<string, unknown> | undefined, pointer: number, length: number, index: number): void {
     const { raw } = this;
     // Its text is kept beside it (weak keys) to fill it later.
     raw.lua_createtable(L, 0, keys);
@@ -283,7 +298,7 @@ export class LuaBridge {
     raw.lua_setmetatable(L, -2);
     raw.lua_rawgeti(L, LUA_REGISTRYINDEX, this.lazySourcesRef);
     raw.lua_pushvalue(L, -2);
-    raw.lua_pushvalue(L, 1);
+    raw.lua_pushvalue(L, index);
     raw.lua_rawset(L, -3);
     raw.lua_settop(L, -2);
     if (this.newestLazyValue !== undefined) {

@@ -179,10 +179,11 @@ local base = {
 -- string/number/boolean: the generic path then copies the table as (k1, v1, k2, v2, ...).
 -- Only scalars cross to JS here: wasmoon converts a table argument recursively without checking the Lua
 -- stack, and a nested table from a device payload would write past it into the wasm heap.
-local function record_call(fast, fn, uuid, t)
+-- r: what the fast C function answered for (uuid, t), true for anything it leaves to this path (a
+-- value that is not a table among them). rds:Save calls the fast one itself: one Lua call and no
+-- type() a record on the usual path.
+local function record_call(r, fn, uuid, t)
   if type(t) ~= 'table' then return 'missing table fields' end
-  local r = fast(uuid, t)
-  if r == false then return end
   if r ~= true then return r end
   local buf, n = {}, 0
   for k, v in next, t do
@@ -273,13 +274,8 @@ end
 local libs = {
   string = string_lib, table = table, math = math, coroutine = coroutine_lib,
   json = {
-    J2T = function(_, s)
-      local ts = type(s)
-      -- A string is its own tostring (the string metatable is locked): no call for the usual case.
-      if ts == 'string' then return j2t(s) end
-      if ts ~= 'number' then rawerror("bad argument #1 to 'J2T' (string expected, got " .. ts .. ')', 2) end
-      return j2t(tostring(s))
-    end,
+    -- A C function taking (self, s): a number as tostring writes it, anything else an error at the caller's line.
+    J2T = j2t,
     -- RHILEX's: base64 (Go's StdEncoding: padded, newlines skipped) then J2T; (nil, err) on either error.
     base64J2T = function(_, s)
       local ts = type(s)
@@ -299,8 +295,16 @@ local libs = {
     TsUnixNano = function() return h_ts_unix_nano() end,
   },
   rds = {
-    Save = function(_, uuid, t) return record_call(save_fast, save, uuid, t) end,
-    UpdateLast = function(_, uuid, t) return record_call(update_fast, update_last, uuid, t) end,
+    Save = function(_, uuid, t)
+      local r = save_fast(uuid, t)
+      if r == false then return end
+      return record_call(r, save, uuid, t)
+    end,
+    UpdateLast = function(_, uuid, t)
+      local r = update_fast(uuid, t)
+      if r == false then return end
+      return record_call(r, update_last, uuid, t)
+    end,
   },
 }
 
@@ -389,7 +393,8 @@ local function invoke(env, args)
   local ok, status = rawpcall(run_chain, env, args)
   if ok then
     local success = env.Success
-    if type(success) == 'function' then
+    -- Most rules have none: no type() call then.
+    if success ~= nil and type(success) == 'function' then
       local sok, serr = rawpcall(success)
       if not sok then
         if time_up() then return INVOKE_TIMEOUT, TIMEOUT end

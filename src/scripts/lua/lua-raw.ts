@@ -20,6 +20,13 @@ export const LUA_TNUMBER = 3;
 export const LUA_TSTRING = 4;
 export const LUA_TTABLE = 5;
 
+const LUA_TYPE_NAMES = ['nil', 'boolean', 'userdata', 'number', 'string', 'table', 'function', 'userdata', 'thread'];
+
+/** What Lua's `type` says of a value of type `type` (lua_type); an absent argument is nil to a Lua function. */
+export function luaTypeName(type: number): string {
+  return LUA_TYPE_NAMES[type] ?? 'nil';
+}
+
 /** The C functions used on hot paths; pointers and ints are numbers, lua_Integer is a BigInt. */
 export interface RawLua {
   lua_settop(L: number, index: number): void;
@@ -54,6 +61,7 @@ export interface RawLua {
   lua_setallocf(L: number, f: number, ud: number): void;
   luaL_ref(L: number, t: number): number;
   luaL_unref(L: number, t: number, ref: number): void;
+  luaL_where(L: number, level: number): void;
   malloc(size: number): number;
   free(pointer: number): void;
   realloc(pointer: number, size: number): number;
@@ -64,7 +72,7 @@ const RAW_NAMES = [
   'lua_rawget', 'lua_rawset', 'lua_rawequal', 'lua_getmetatable', 'lua_setmetatable',
   'lua_createtable', 'lua_pushnil', 'lua_pushboolean', 'lua_pushinteger', 'lua_pushnumber', 'lua_pushlstring',
   'lua_pushstring', 'lua_pushcclosure', 'lua_type', 'lua_toboolean', 'lua_tonumberx', 'lua_tointegerx',
-  'lua_tolstring', 'lua_next', 'lua_topointer', 'lua_pcallk', 'lua_error', 'lua_setallocf', 'luaL_ref', 'luaL_unref', 'malloc', 'free', 'realloc',
+  'lua_tolstring', 'lua_next', 'lua_topointer', 'lua_pcallk', 'lua_error', 'lua_setallocf', 'luaL_ref', 'luaL_unref', 'luaL_where', 'malloc', 'free', 'realloc',
 ] as const satisfies ReadonlyArray<keyof RawLua>;
 
 type WasmExports = Record<string, unknown>;
@@ -259,6 +267,14 @@ export class WasmStrings {
   }
 
   /** The string at `index` (which must be a string or a number) as wasmoon reads it. */
+  /** luaL_where: `chunk:line: ` of the function `level` calls up (1: the caller of the running C function), or ''. */
+  where(L: number, level: number): string {
+    this.raw.luaL_where(L, level);
+    const where = this.read(L, -1);
+    this.raw.lua_settop(L, -2);
+    return where;
+  }
+
   read(L: number, index: number): string {
     const pointer = this.raw.lua_tolstring(L, index, this.cell);
     return readCString(this.lua.module.HEAPU8, pointer, this.lua.module.HEAPU32[this.cell >> 2]);
