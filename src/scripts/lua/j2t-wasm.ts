@@ -49,13 +49,17 @@ export class WasmJ2t {
   private i32: Int32Array;
   private f64: Float64Array;
 
+  /** The instance's exports, read once: `Instance.exports` is an accessor into V8, and these run a few times a payload. */
+  private readonly exports: J2tInstance['exports'];
+
   private constructor(
-    private readonly instance: J2tInstance,
+    instance: J2tInstance,
     private readonly memory: WasmMemory,
     private readonly scratch: number,
     /** Where the scan's struct flat sits in memory. */
     private readonly flat: number,
   ) {
+    this.exports = instance.exports;
     this.i32 = new Int32Array(memory.buffer);
     this.f64 = new Float64Array(memory.buffer);
   }
@@ -87,12 +91,12 @@ export class WasmJ2t {
    * pushes nothing and answers false.
    */
   decode(L: number, text: number, length: number): boolean {
-    return this.instance.exports.j2t_array(L, this.scratch, text, length) === 1;
+    return this.exports.j2t_array(L, this.scratch, text, length) === 1;
   }
 
   /** Reads the `length` bytes at `pointer` (a Lua string) into `scan` as a flat object: its number of keys, or -1. */
   scanFlat(pointer: number, length: number, heap: Uint8Array, scan: FlatScan): number {
-    const keys = this.instance.exports.j2t_flat_scan(this.scratch, pointer, length);
+    const keys = this.exports.j2t_flat_scan(this.scratch, pointer, length);
     return keys < 0 || !this.copy(scan, keys, heap, pointer) ? -1 : keys;
   }
 
@@ -101,7 +105,7 @@ export class WasmJ2t {
    * the table's strings in `heap`, valid while the table is not changed and nothing allocates.
    */
   scanTable(L: number, index: number, heap: Uint8Array, scan: FlatScan): number {
-    const keys = this.instance.exports.j2t_table_scan(L, this.scratch, index);
+    const keys = this.exports.j2t_table_scan(L, this.scratch, index);
     if (keys < 0) return -1;
     this.copy(scan, keys, heap);
     return keys;

@@ -155,7 +155,8 @@ export function cappedAllocator(lua: LuaWasm, raw: RawLua, exports: Record<strin
 
 /** The allocator's counters and its wasm function. */
 export class WasmCappedAllocator implements LuaAllocator {
-  private readonly instance: AllocatorInstance;
+  /** The instance's exports, read once: `Instance.exports` is an accessor into V8, and limit() runs twice a payload. */
+  private readonly exports: AllocatorInstance['exports'];
   /** The function's index in the Lua instance's table (0 when built without one, in tests). */
   readonly pointer: number;
 
@@ -163,27 +164,28 @@ export class WasmCappedAllocator implements LuaAllocator {
     const wasm = (globalThis as unknown as { WebAssembly: WasmApi }).WebAssembly;
     compiled ??= new wasm.Module(MODULE_BYTES);
     const { realloc, free, timeUp } = imports;
-    this.instance = new wasm.Instance(compiled, { env: { realloc, free, timeUp } });
-    this.instance.exports.setUsed(used);
-    this.pointer = addFunction?.(this.instance.exports.alloc, 'iiiii') ?? 0;
+    const instance: AllocatorInstance = new wasm.Instance(compiled, { env: { realloc, free, timeUp } });
+    this.exports = instance.exports;
+    this.exports.setUsed(used);
+    this.pointer = addFunction?.(this.exports.alloc, 'iiiii') ?? 0;
   }
 
   /** `(ud, pointer, oldSize, newSize) -> pointer`, Lua's lua_Alloc. */
   get alloc(): WasmFunction {
-    return this.instance.exports.alloc;
+    return this.exports.alloc;
   }
 
   get used(): number {
-    return this.instance.exports.used();
+    return this.exports.used();
   }
 
   /** Whether anything was refused since the last `limit`. */
   get refused(): boolean {
-    return this.instance.exports.refused() !== 0;
+    return this.exports.refused() !== 0;
   }
 
   /** Caps the Lua heap at `bytes` (0: no cap) and forgets earlier refusals. */
   limit(bytes: number): void {
-    this.instance.exports.limit(bytes);
+    this.exports.limit(bytes);
   }
 }
