@@ -67,13 +67,6 @@ export interface RawLua {
   realloc(pointer: number, size: number): number;
 }
 
-const RAW_NAMES = [
-  'lua_settop', 'lua_gettop', 'lua_pushvalue', 'lua_checkstack', 'lua_rawgeti', 'lua_rawseti', 'lua_settable',
-  'lua_rawget', 'lua_rawset', 'lua_rawequal', 'lua_getmetatable', 'lua_setmetatable',
-  'lua_createtable', 'lua_pushnil', 'lua_pushboolean', 'lua_pushinteger', 'lua_pushnumber', 'lua_pushlstring',
-  'lua_pushstring', 'lua_pushcclosure', 'lua_type', 'lua_toboolean', 'lua_tonumberx', 'lua_tointegerx',
-  'lua_tolstring', 'lua_next', 'lua_topointer', 'lua_pcallk', 'lua_error', 'lua_setallocf', 'luaL_ref', 'luaL_unref', 'luaL_where', 'malloc', 'free', 'realloc',
-] as const satisfies ReadonlyArray<keyof RawLua>;
 
 type WasmExports = Record<string, unknown>;
 /** The part of the WebAssembly global used here (the project's lib settings do not declare it). */
@@ -122,14 +115,52 @@ export function rawLua(lua: LuaWasm, exports: WasmExports | undefined): RawLua {
   const module = lua.module as unknown as Record<string, unknown>;
   const memory = exports?.memory as { buffer?: unknown } | undefined;
   const own = memory !== undefined && memory.buffer === lua.module.HEAPU8.buffer;
-  const api: Record<string, unknown> = {};
-  for (const name of RAW_NAMES) {
+  const pick = <Name extends keyof RawLua>(name: Name): RawLua[Name] => {
     const direct = own ? exports?.[name] : undefined;
     const fn = typeof direct === 'function' ? direct : module[`_${name}`];
     if (typeof fn !== 'function') throw new Error(`wasmoon does not export ${name}`);
-    api[name] = fn;
-  }
-  return api as unknown as RawLua;
+    return fn as RawLua[Name];
+  };
+  // One object literal: properties added one by one under computed names (a loop over the names) made V8
+  // keep it as a dictionary, so every raw call on the hot paths was a dictionary lookup.
+  return {
+    lua_settop: pick('lua_settop'),
+    lua_gettop: pick('lua_gettop'),
+    lua_pushvalue: pick('lua_pushvalue'),
+    lua_checkstack: pick('lua_checkstack'),
+    lua_rawgeti: pick('lua_rawgeti'),
+    lua_rawseti: pick('lua_rawseti'),
+    lua_settable: pick('lua_settable'),
+    lua_rawget: pick('lua_rawget'),
+    lua_rawset: pick('lua_rawset'),
+    lua_rawequal: pick('lua_rawequal'),
+    lua_getmetatable: pick('lua_getmetatable'),
+    lua_setmetatable: pick('lua_setmetatable'),
+    lua_createtable: pick('lua_createtable'),
+    lua_pushnil: pick('lua_pushnil'),
+    lua_pushboolean: pick('lua_pushboolean'),
+    lua_pushinteger: pick('lua_pushinteger'),
+    lua_pushnumber: pick('lua_pushnumber'),
+    lua_pushlstring: pick('lua_pushlstring'),
+    lua_pushstring: pick('lua_pushstring'),
+    lua_pushcclosure: pick('lua_pushcclosure'),
+    lua_type: pick('lua_type'),
+    lua_toboolean: pick('lua_toboolean'),
+    lua_tonumberx: pick('lua_tonumberx'),
+    lua_tointegerx: pick('lua_tointegerx'),
+    lua_tolstring: pick('lua_tolstring'),
+    lua_next: pick('lua_next'),
+    lua_topointer: pick('lua_topointer'),
+    lua_pcallk: pick('lua_pcallk'),
+    lua_error: pick('lua_error'),
+    lua_setallocf: pick('lua_setallocf'),
+    luaL_ref: pick('luaL_ref'),
+    luaL_unref: pick('luaL_unref'),
+    luaL_where: pick('luaL_where'),
+    malloc: pick('malloc'),
+    free: pick('free'),
+    realloc: pick('realloc'),
+  };
 }
 
 interface StringWell {
