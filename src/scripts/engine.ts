@@ -8,7 +8,7 @@ import type { TaskContext } from './batch-run.js';
 import { InputDispatcher, type PushOptions } from './dispatcher.js';
 import { DryRunner, type DryRunResult } from './dry-run.js';
 import { InendBook, parseSimulatorConfig } from './inends.js';
-import { isBodyPayloads, type PushPayloads } from './payloads.js';
+import { isPushPayloads, type PushPayloads } from './payloads.js';
 import { InputCounters } from './input-stats.js';
 import { withoutSecrets } from './input-configs.js';
 import { NetworkInputs, type NetworkInputView } from '../inputs/index.js';
@@ -192,7 +192,7 @@ export class ScriptEngine {
     if (this.closed) throw new UnavailableError('the service is shutting down: push again once it is back', 5);
     const dispatcher = this.dispatchers.get(inendUuid);
     if (!dispatcher) throw new NotFoundError(`input ${inendUuid} not found`);
-    if (isBodyPayloads(payloads) ? !Buffer.isBuffer(payloads.body) : !Array.isArray(payloads) || payloads.some((p) => typeof p !== 'string')) {
+    if (!isPushPayloads(payloads)) {
       throw new InvalidArgumentError('payloads must be an array of strings, or the lines of a push body');
     }
     return dispatcher.push(payloads, options);

@@ -1,6 +1,7 @@
 /**
  * How a body becomes payloads, the same for a push and a dry run: NDJSON (`application/x-ndjson`, also
- * `application/jsonl`) gives one payload per non-blank line, anything else one payload in all.
+ * `application/jsonl`) gives one payload per non-blank line, anything else one payload in all. And how
+ * an input's queued payloads become the one buffer of bytes a task carries to the worker.
  */
 import { isUtf8 } from 'node:buffer';
 import { InvalidArgumentError } from '../errors.js';
@@ -45,6 +46,14 @@ export function payloadCount(payloads: PushPayloads): number {
 
 export function isBodyPayloads(payloads: PushPayloads): payloads is BodyPayloads {
   return !Array.isArray(payloads);
+}
+
+/** Whether `value` is what a push takes: an array of strings, or a body with as many starts as ends. */
+export function isPushPayloads(value: unknown): value is PushPayloads {
+  if (Array.isArray(value)) return value.every((p) => typeof p === 'string');
+  if (typeof value !== 'object' || value === null) return false;
+  const { body, starts, ends } = value as Partial<BodyPayloads>;
+  return Buffer.isBuffer(body) && Array.isArray(starts) && Array.isArray(ends) && starts.length === ends.length;
 }
 
 /**
