@@ -29,6 +29,21 @@ describe('RHILEX sample script', () => {
     expect(h.engine.ruleStats(h.engine.listRules()[0].uuid)).toMatchObject({ invocations: 300, successes: 300, failures: 0 });
   });
 
+  it('takes the lines of a push body as they are, and refuses anything but strings or such lines with a 400', async () => {
+    h = await openHarness();
+    const model = await h.model(SAMPLE_MODEL_ATTRIBUTES);
+    const { inend } = await inputWithRule(h, await sampleScript(model));
+    const line = modbusPayload({ t1: 1, t2: 2, t3: 3, resistivity: 1, conductivity: 2, dissolved_oxygen: 3, ph_value: 4 });
+    const body = Buffer.from(`xx${line}\n${line}yy`);
+    const starts = [2, 3 + Buffer.byteLength(line)];
+    const ends = [2 + Buffer.byteLength(line), starts[1] + Buffer.byteLength(line)];
+    expect(await h.engine.push(inend, { body, starts, ends })).toMatchObject({ accepted: 2, failed: 0 });
+    expect(await h.records(model)).toHaveLength(2);
+    for (const bad of [null, undefined, 'text', 7, [1], { body: 'x', starts: [], ends: [] }, { body, starts: [0], ends: [] }, { body }]) {
+      expect(() => h.engine.push(inend, bad as never), JSON.stringify(bad)).toThrow(InvalidArgumentError);
+    }
+  });
+
   it('reports a payload that is not JSON with the line of Throw', async () => {
     h = await openHarness();
     const model = await h.model(SAMPLE_MODEL_ATTRIBUTES);
