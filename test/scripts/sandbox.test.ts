@@ -97,6 +97,28 @@ describe('LuaSandbox', () => {
     expect(host.lines).toEqual(['1 integer float nil 3 nil 3 a 0 v', 'err Expected double-quoted property name in JSON at position 7']);
   });
 
+  it('J2T keeps a JSON number past the int64 range as a float: stored as the number it is, not wrapped (-2^63 is in it)', async () => {
+    const host = recordingHost();
+    const sandbox = await LuaSandbox.create({ timeoutMs: 200, memoryMb: 16 }, host);
+    const rule = sandbox.compile(
+      scripts(`Actions = { function(args)
+        local t = json:J2T(args)
+        Debug(math.type(t.big), math.type(t.edge), math.type(t.low), math.type(t.max), math.type(t.small))
+        rds:Save("M", t)
+        local a = json:J2T('[1e300, 9223372036854775808, -9223372036854775809, 12]')
+        Debug(math.type(a[1]), math.type(a[2]), math.type(a[3]), math.type(a[4]), a[4])
+        return true, args
+      end }`),
+    );
+    if (!rule.ok) throw new Error(rule.error);
+    const payload = '{"big":10000000000000000000,"edge":9223372036854775808,"low":-9223372036854775809,"max":9223372036854774784,"small":-12}';
+    expect(sandbox.invoke(rule.envRef, payload)).toEqual({ status: INVOKE_OK });
+    expect(host.lines).toEqual(['float float integer integer integer', 'float float integer integer 12']);
+    const [uuid, ...fields] = host.saved[0];
+    const stored = Object.fromEntries(fields.flatMap((_, i) => (i % 2 === 0 ? [[fields[i], fields[i + 1]]] : [])));
+    expect([uuid, stored]).toEqual(['M', { big: 1e19, edge: 2 ** 63, low: -(2 ** 63), max: 9223372036854774784, small: -12 }]);
+  });
+
   it('json:J2T takes a string or a number (as tostring writes it) and refuses anything else at the calling line', async () => {
     const host = recordingHost();
     const sandbox = await LuaSandbox.create({ timeoutMs: 200, memoryMb: 16 }, host);

@@ -64,8 +64,8 @@ function roundTrips(text: string): boolean {
 
 /**
  * The number of keys when `value` may stay lazy: a plain object whose keys and values give the same
- * record from the parsed object as from the Lua table (no -0 or integer past int64, which J2T pushes as
- * integers that change them), otherwise -1. `plain`: the JSON text held no escape. J2T's texts are
+ * record from the parsed object as from the Lua table (no -0, which J2T pushes as the integer 0),
+ * otherwise -1. `plain`: the JSON text held no escape. J2T's texts are
  * well-formed and free of NUL (a Lua string is decoded up to its first NUL, invalid UTF-8 as U+FFFD),
  * and without escapes every string JSON.parse gives is a piece of the text between two
  * quotes, so it is too: its check is skipped.
@@ -82,7 +82,7 @@ function lazyKeys(value: unknown, textLength: number, plain: boolean): number {
         if (!plain && !roundTrips(item)) return -1;
         break;
       case 'number':
-        if ((item === 0 && 1 / item < 0) || (Number.isInteger(item) && (item >= INT64_LIMIT || item < -INT64_LIMIT))) return -1;
+        if (item === 0 && 1 / item < 0) return -1;
         break;
       case 'boolean':
         break;
@@ -430,12 +430,16 @@ export class LuaBridge {
     raw.lua_settop(L, -2);
   }
 
-  /** Pushes a JSON.parse result the way wasmoon's pushValue does (sizes, key order, integers). */
+  /**
+   * Pushes a JSON.parse result the way wasmoon's pushValue does (sizes, key order, integers), except an
+   * integral number outside int64: wasmoon pushed it as an integer, wrapped (1e19 became a negative one,
+   * and a rule stored that); it is a float here, as RHILEX's Lua numbers are.
+   */
   private push(L: number, value: unknown): void {
     const { raw } = this;
     switch (typeof value) {
       case 'number':
-        if (Number.isInteger(value)) raw.lua_pushinteger(L, BigInt(value));
+        if (Number.isInteger(value) && value >= -INT64_LIMIT && value < INT64_LIMIT) raw.lua_pushinteger(L, BigInt(value));
         else raw.lua_pushnumber(L, value);
         return;
       case 'string':
