@@ -11,6 +11,7 @@
  * script sees or hands over is the same as through wasmoon's conversions (see `readCString`).
  */
 import type { LuaWasm } from 'wasmoon';
+import { WasmBlock } from './wasm-block.js';
 import { replaceInvokeTrampoline } from './invoke-trampoline.js';
 
 export const LUA_REGISTRYINDEX = -1000000 - 1000;
@@ -171,8 +172,8 @@ const utf8Decoder = new TextDecoder('utf-8');
 
 /** UTF-8 text in wasm memory: one reusable buffer for JS -> Lua strings, and the Lua -> JS decoding. */
 export class WasmStrings {
-  private pointer = 0;
-  private capacity = 0;
+  /** Where `write` puts a string. */
+  private readonly buffer: WasmBlock;
   /** readRepeated's last text. */
   private repeatedText = '';
   /** The wasm memory as a Buffer over the buffer of `heapBytesOf` (emscripten's HEAPU8 when it was made). */
@@ -186,17 +187,8 @@ export class WasmStrings {
     private readonly raw: RawLua,
   ) {
     this.cell = raw.malloc(8);
-    this.reserve(4096);
-  }
-
-  private reserve(bytes: number): void {
-    if (bytes <= this.capacity) return;
-    let capacity = this.capacity || 4096;
-    while (capacity < bytes) capacity *= 2;
-    if (this.pointer) this.raw.free(this.pointer);
-    this.pointer = this.raw.malloc(capacity);
-    if (!this.pointer) throw new Error('out of wasm memory');
-    this.capacity = capacity;
+    this.buffer = new WasmBlock(raw, 4096);
+    this.buffer.reserve(4096);
   }
 
   /**
@@ -205,9 +197,9 @@ export class WasmStrings {
    */
   write(text: string): number {
     const n = text.length;
-    this.reserve(n * 3 + 1);
+    this.buffer.reserve(n * 3 + 1);
     const heap = this.lua.module.HEAPU8;
-    const p = this.pointer;
+    const p = this.buffer.pointer;
     if (n <= 64) {
       let i = 0;
       for (; i < n; i++) {
@@ -227,36 +219,36 @@ export class WasmStrings {
         this.heapBytesOf = heap;
         this.heapBytes = Buffer.from(heap.buffer, heap.byteOffset, heap.byteLength);
       }
-      const written = this.heapBytes!.write(text, p, this.capacity - 1, 'utf8');
+      const written = this.heapBytes!.write(text, p, this.buffer.capacity - 1, 'utf8');
       heap[p + written] = 0;
       return written;
     }
-    return this.lua.module.stringToUTF8(text, p, this.capacity) as unknown as number;
+    return this.lua.module.stringToUTF8(text, p, this.buffer.capacity) as unknown as number;
   }
 
   /** The buffer `write` filled. */
   get data(): number {
-    return this.pointer;
+    return this.buffer.pointer;
   }
 
   /** Pushes `text` with its full length (NUL bytes included): a rule's script. */
   pushFull(L: number, text: string): void {
     const length = this.write(text);
-    this.raw.lua_pushlstring(L, this.pointer, length);
+    this.raw.lua_pushlstring(L, this.buffer.pointer, length);
   }
 
   /** Pushes `bytes` as a Lua string of exactly their length. */
   pushBytes(L: number, bytes: Uint8Array): void {
-    this.reserve(bytes.length + 1);
-    this.lua.module.HEAPU8.set(bytes, this.pointer);
-    this.raw.lua_pushlstring(L, this.pointer, bytes.length);
+    this.buffer.reserve(bytes.length + 1);
+    this.lua.module.HEAPU8.set(bytes, this.buffer.pointer);
+    this.raw.lua_pushlstring(L, this.buffer.pointer, bytes.length);
   }
 
   /** Pushes `text` as wasmoon's lua_pushstring does: a C string, so it ends at the first NUL. */
   pushC(L: number, text: string): void {
     const nul = text.indexOf('\0');
     this.write(nul < 0 ? text : text.slice(0, nul));
-    this.raw.lua_pushstring(L, this.pointer);
+    this.raw.lua_pushstring(L, this.buffer.pointer);
   }
 
   /**

@@ -8,13 +8,13 @@
 import type { LuaWasm } from 'wasmoon';
 import type { TaskPayloads } from '../shared/protocol.js';
 import type { RawLua } from './lua-raw.js';
+import { WasmBlock } from './wasm-block.js';
 
 const WINDOW_BYTES = 64 * 1024;
 
 export class PayloadWindow {
-  private pointer = 0;
-  private capacity = 0;
-  /** The task whose payloads [first, end) are in the window, payload `first`'s first byte at `pointer`. */
+  private readonly block: WasmBlock;
+  /** The task whose payloads [first, end) are in the window, payload `first`'s first byte at the block's pointer. */
   private payloads: TaskPayloads | undefined;
   private first = 0;
   private end = 0;
@@ -23,14 +23,16 @@ export class PayloadWindow {
   constructor(
     private readonly lua: LuaWasm,
     private readonly raw: RawLua,
-  ) {}
+  ) {
+    this.block = new WasmBlock(raw, WINDOW_BYTES);
+  }
 
   /** Pushes payload `index` of `payloads` as a Lua string of exactly its bytes (NUL bytes included). */
   push(L: number, payloads: TaskPayloads, index: number): void {
     if (payloads !== this.payloads || index < this.first || index >= this.end) this.fill(payloads, index);
     const { ends } = payloads;
     const start = index === 0 ? 0 : ends[index - 1];
-    this.raw.lua_pushlstring(L, this.pointer + start - this.firstByte, ends[index] - start);
+    this.raw.lua_pushlstring(L, this.block.pointer + start - this.firstByte, ends[index] - start);
   }
 
   /** The task is done: its buffer is not held until the next one. */
@@ -48,23 +50,11 @@ export class PayloadWindow {
     while (end < ends.length && ends[end] - start <= limit) end++;
     const size = ends[end - 1] - start;
     this.release();
-    if (size > this.capacity) this.reserve(size);
-    this.lua.module.HEAPU8.set(bytes.subarray(start, start + size), this.pointer);
+    this.block.reserve(size);
+    this.lua.module.HEAPU8.set(bytes.subarray(start, start + size), this.block.pointer);
     this.payloads = payloads;
     this.first = index;
     this.end = end;
     this.firstByte = start;
-  }
-
-  private reserve(bytes: number): void {
-    let capacity = Math.max(this.capacity, WINDOW_BYTES);
-    while (capacity < bytes) capacity *= 2;
-    if (this.pointer !== 0) this.raw.free(this.pointer);
-    this.pointer = this.raw.malloc(capacity);
-    if (this.pointer === 0) {
-      this.capacity = 0;
-      throw new Error('out of wasm memory for the payloads');
-    }
-    this.capacity = capacity;
   }
 }
