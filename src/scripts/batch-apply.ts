@@ -5,7 +5,7 @@
 import { StoreReadOnlyError, UnavailableError } from '../errors.js';
 import { named } from '../util/messages.js';
 import { recordOf } from './shared/op-values.js';
-import type { BatchResult, RuleScripts } from './shared/protocol.js';
+import { forEachOp, type BatchResult, type RuleScripts } from './shared/protocol.js';
 import { RepeatFilter, capMessage } from './shared/repeat-filter.js';
 import type { RuleStatsBook } from './shared/stats.js';
 import type { LogFn, ModelSource, RecordLog } from './shared/types.js';
@@ -22,10 +22,10 @@ export interface Applied {
   touched: Map<RecordLog, Touched>;
 }
 
-/** Per log a batch wrote to: the last id it appended and the payloads whose records it holds. */
+/** Per log a batch wrote to: the last id it appended and the payloads whose records it holds, in increasing order, each once. */
 export interface Touched {
   lastId: number;
-  payloads: Set<number>;
+  payloads: number[];
 }
 
 export interface BatchApplierDeps {
@@ -96,8 +96,7 @@ export class BatchApplier {
     let model: string | undefined;
     let target: RecordLog | undefined;
     let entry: Touched | undefined;
-    let lastPayload = -1;
-    for (const op of result.ops) {
+    forEachOp(result.ops, (op) => {
       try {
         if (op.modelId !== model || target === undefined) {
           target = logs.get(op.modelId);
@@ -107,19 +106,17 @@ export class BatchApplier {
           }
           model = op.modelId;
           entry = touched.get(target);
-          lastPayload = -1;
         }
         const id = op.kind === 'save' ? target.savePacked(op.keys, op.bytes, op.start, op.end) : target.updateLast(recordOf(op));
         if (entry === undefined) {
           this.targetModels.add(op.modelId);
-          entry = { lastId: 0, payloads: new Set<number>() };
+          entry = { lastId: 0, payloads: [] };
           touched.set(target, entry);
         }
         if (id > entry.lastId) entry.lastId = id;
-        if (op.payload !== lastPayload) {
-          entry.payloads.add(op.payload);
-          lastPayload = op.payload;
-        }
+        // Ops come in payload order (the worker runs payload by payload): a payload new to this log is not its last.
+        const { payloads } = entry;
+        if (payloads.length === 0 || payloads[payloads.length - 1] !== op.payload) payloads.push(op.payload);
       } catch (err) {
         const rule = rules[op.rule].uuid;
         const message = (err as Error).message;
@@ -130,7 +127,7 @@ export class BatchApplier {
         } else if (err instanceof UnavailableError && !refused.has(op.payload)) refused.set(op.payload, err);
         log?.('warn', { ...this.logNames(rule), model: op.modelId }, message);
       }
-    }
+    });
     return { failures, readOnly, refused, touched };
   }
 

@@ -6,7 +6,7 @@
 import { WorkerLostError } from '../errors.js';
 import type { BatchSizing } from './batch-sizing.js';
 import type { ScriptPool } from './pool.js';
-import { onePayload, unpackResult, type BatchResult, type RuleScripts, type RunTask, type TaskPayloads } from './shared/protocol.js';
+import { batchResult, forEachOp, onePayload, type BatchResult, type RecordOp, type RuleScripts, type RunTask, type TaskPayloads } from './shared/protocol.js';
 
 /** The parts of a task the engine fills in (models, read-only set, rule epoch). */
 export type TaskContext = Omit<RunTask, 'kind' | 'rules' | 'payloads'>;
@@ -27,7 +27,7 @@ export class BatchRunner {
     try {
       const result = await this.deps.pool.run(this.task(rules, payloads), this.deps.inendUuid);
       if (result.elapsedMs !== undefined) this.deps.sizing.measured(rules, payloads.ends.length, result.elapsedMs);
-      return unpackResult(result);
+      return batchResult(result);
     } catch (err) {
       if (err instanceof WorkerLostError) {
         // Something in the batch ran past the hard limit (or broke the worker): start small again.
@@ -43,8 +43,9 @@ export class BatchRunner {
    * (payload, rule) pair alone finds the culprit and lets every other pair store its records.
    */
   private async rerunOneByOne(rules: RuleScripts[], payloads: TaskPayloads): Promise<BatchResult> {
+    const ops: RecordOp[] = [];
     const merged: BatchResult = {
-      ops: [],
+      ops,
       errors: [],
       summaries: rules.map(() => ({ invocations: 0, failures: 0, histogram: [] })),
       debug: [],
@@ -52,8 +53,8 @@ export class BatchRunner {
     for (let p = 0; p < payloads.ends.length; p++) {
       for (let r = 0; r < rules.length; r++) {
         try {
-          const single = unpackResult(await this.deps.pool.run(this.task([rules[r]], onePayload(payloads, p)), this.deps.inendUuid));
-          for (const op of single.ops) merged.ops.push({ ...op, payload: p, rule: r });
+          const single = batchResult(await this.deps.pool.run(this.task([rules[r]], onePayload(payloads, p)), this.deps.inendUuid));
+          forEachOp(single.ops, (op) => ops.push({ ...op, payload: p, rule: r }));
           for (const e of single.errors) merged.errors.push({ ...e, payload: p, rule: r });
           for (const d of single.debug) merged.debug.push({ ...d, rule: r });
           if (single.readOnlyPayloads !== undefined) (merged.readOnlyPayloads ??= []).push(p);

@@ -12,7 +12,7 @@ import { optionalText, requireBody } from './metadata-file.js';
 import { splitPayloads } from './payloads.js';
 import type { ScriptPool } from './pool.js';
 import { recordOf } from './shared/op-values.js';
-import { taskPayloads, unpackResult, type BatchResult, type RuleScripts } from './shared/protocol.js';
+import { batchResult, forEachOp, taskPayloads, type BatchResult, type RuleScripts } from './shared/protocol.js';
 import { capMessage } from './shared/repeat-filter.js';
 import { parseActions, parseCallback } from './rules.js';
 
@@ -135,7 +135,7 @@ export class DryRunner {
   }
 
   private async runTask(rule: RuleScripts, payloads: string[]): Promise<BatchResult> {
-    return unpackResult(await this.deps.pool.run({ kind: 'run', ...this.deps.taskContext(), rules: [rule], payloads: taskPayloads(payloads) }, POOL_OWNER));
+    return batchResult(await this.deps.pool.run({ kind: 'run', ...this.deps.taskContext(), rules: [rule], payloads: taskPayloads(payloads) }, POOL_OWNER));
   }
 }
 
@@ -168,9 +168,9 @@ class DryRunAnswer {
       if (!this.failedPayloads.has(offset + p)) this.payloadError(offset + p, 'store read-only: a push now would be refused (the disk could not be written)');
     }
     for (const d of batch.debug) if (this.result.debug.length < DEBUG_LINES_MAX) this.result.debug.push(capMessage(d.message));
-    for (const op of batch.ops) {
+    forEachOp(batch.ops, (op) => {
       this.result.recordsTotal++;
-      if (this.result.records.length >= DRY_RUN_RECORDS_MAX) continue;
+      if (this.result.records.length >= DRY_RUN_RECORDS_MAX) return;
       this.result.records.push({
         index: offset + op.payload,
         model: op.modelId,
@@ -178,7 +178,7 @@ class DryRunAnswer {
         op: op.kind === 'save' ? 'save' : 'updateLast',
         record: recordOf(op),
       });
-    }
+    });
   }
 
   finish(): DryRunResult {

@@ -1,7 +1,7 @@
 /** The packed form in which a worker hands its records to the main thread. */
 import { describe, expect, it } from 'vitest';
 import { recordOf } from '../../src/scripts/shared/op-values.js';
-import { OpPacker, unpackOps } from '../../src/scripts/shared/protocol.js';
+import { batchResult, forEachOp, OpPacker, unpackOps, type RecordOp } from '../../src/scripts/shared/protocol.js';
 import { ValuePacker } from '../../src/store/format/value-pack.js';
 
 describe('OpPacker', () => {
@@ -47,5 +47,35 @@ describe('OpPacker', () => {
     const packed = packer.finish();
     expect(() => unpackOps({ ...packed, values: Uint8Array.from([...packed.values, 3]) })).toThrow(/4 value bytes, their ops 3/);
     expect(() => unpackOps({ ...packed, values: packed.values.subarray(0, 2) })).toThrow(/ends at byte 3, after 0 and within 2/);
+  });
+
+  it('is read op by op into one object, and a damaged packing is refused before any op is visited', () => {
+    const packer = new OpPacker();
+    packer.add(0, 0, 'A', 'save', { temp: 1 });
+    packer.add(0, 1, 'B', 'update', { on: true });
+    packer.add(2, 0, 'A', 'save', { temp: 3, on: false });
+    const packed = structuredClone(packer.finish());
+    const seen: RecordOp[] = [];
+    const copies: RecordOp[] = [];
+    forEachOp(packed, (op) => {
+      seen.push(op);
+      copies.push({ ...op });
+    });
+    expect(new Set(seen).size).toBe(1);
+    expect(copies).toEqual(unpackOps(packed));
+    expect(copies.map((op) => [op.payload, op.rule, op.modelId, op.kind, recordOf(op)])).toEqual([
+      [0, 0, 'A', 'save', { temp: 1 }],
+      [0, 1, 'B', 'update', { on: true }],
+      [2, 0, 'A', 'save', { temp: 3, on: false }],
+    ]);
+    const damaged = { ...packed, values: packed.values.subarray(0, packed.values.length - 1) };
+    let visited = 0;
+    expect(() => forEachOp(damaged, () => visited++)).toThrow(/ends at byte/);
+    expect(visited).toBe(0);
+    expect(() => batchResult({ ops: damaged, errors: [], summaries: [], debug: [] })).toThrow(/ends at byte/);
+    const list = unpackOps(packed);
+    const fromList: RecordOp[] = [];
+    forEachOp(list, (op) => fromList.push(op));
+    expect(fromList).toEqual(list);
   });
 });

@@ -136,11 +136,17 @@ export interface RunResult {
   readOnlyPayloads?: number[];
 }
 
-/** A RunResult on the main thread, its records unpacked. */
-export type BatchResult = Omit<RunResult, 'ops'> & { ops: RecordOp[] };
+/**
+ * A RunResult on the main thread. Its records stay packed as the worker sent them; a batch run again pair
+ * by pair collects its ops as objects instead. forEachOp reads either.
+ */
+export type BatchResult = Omit<RunResult, 'ops'> & { ops: BatchOps };
+export type BatchOps = PackedOps | RecordOp[];
 
-export function unpackResult(result: RunResult): BatchResult {
-  return { ...result, ops: unpackOps(result.ops) };
+/** The worker's result as a batch's, once its packed ops are checked (checkPackedOps): throws for damaged ones. */
+export function batchResult(result: RunResult): BatchResult {
+  checkPackedOps(result.ops);
+  return result;
 }
 
 // ---- packing of the RecordOps ----
@@ -235,18 +241,51 @@ function sameKeys(a: readonly string[], b: readonly string[]): boolean {
   return true;
 }
 
-export function unpackOps(packed: PackedOps): RecordOp[] {
-  const { meta, modelIds, shapes } = packed;
+/**
+ * Calls `visit` with each op in order. For packed ops that is one object, refilled for each op: valid only
+ * during its call, so that a batch makes no object per record on the main thread. Throws for ops whose
+ * value bytes do not add up (before visiting any op: nothing of a damaged batch is applied).
+ */
+export function forEachOp(ops: BatchOps, visit: (op: RecordOp) => void): void {
+  if (Array.isArray(ops)) {
+    for (const op of ops) visit(op);
+    return;
+  }
+  const { meta, modelIds, shapes } = ops;
   // A structured clone gives a Uint8Array: a Buffer over the same memory copies ranges into the write buffer.
-  const bytes = Buffer.from(packed.values.buffer, packed.values.byteOffset, packed.values.byteLength);
-  const ops: RecordOp[] = new Array<RecordOp>(meta.length / OP_FIELDS);
+  const bytes = Buffer.from(ops.values.buffer, ops.values.byteOffset, ops.values.byteLength);
+  checkPackedOps(ops);
+  const op: RecordOp = { payload: 0, rule: 0, modelId: '', kind: 'save', keys: [], bytes, start: 0, end: 0 };
+  let start = 0;
+  for (let m = 0; m < meta.length; m += OP_FIELDS) {
+    op.payload = meta[m];
+    op.rule = meta[m + 1];
+    op.modelId = modelIds[meta[m + 2]];
+    op.kind = meta[m + 3] === 0 ? 'save' : 'update';
+    op.keys = shapes[meta[m + 4]];
+    op.start = start;
+    op.end = meta[m + 5];
+    start = op.end;
+    visit(op);
+  }
+}
+
+/** Throws unless each op's values end after the last one's and the last ends at the end of the value bytes. */
+export function checkPackedOps(ops: PackedOps): void {
+  const { meta } = ops;
+  const valueBytes = ops.values.byteLength;
   let start = 0;
   for (let o = 0, m = 0; m < meta.length; o++, m += OP_FIELDS) {
     const end = meta[m + 5];
-    if (end <= start || end > bytes.length) throw new Error(`packed op ${o} ends at byte ${end}, after ${start} and within ${bytes.length}`);
-    ops[o] = { payload: meta[m], rule: meta[m + 1], modelId: modelIds[meta[m + 2]], kind: meta[m + 3] === 0 ? 'save' : 'update', keys: shapes[meta[m + 4]], bytes, start, end };
+    if (end <= start || end > valueBytes) throw new Error(`packed op ${o} ends at byte ${end}, after ${start} and within ${valueBytes}`);
     start = end;
   }
-  if (start !== bytes.length) throw new Error(`packed ops hold ${bytes.length} value bytes, their ops ${start}`);
-  return ops;
+  if (start !== valueBytes) throw new Error(`packed ops hold ${valueBytes} value bytes, their ops ${start}`);
+}
+
+/** The ops as objects of their own (tests, and a dry run's few). */
+export function unpackOps(ops: BatchOps): RecordOp[] {
+  const list: RecordOp[] = [];
+  forEachOp(ops, (op) => list.push({ ...op }));
+  return list;
 }
