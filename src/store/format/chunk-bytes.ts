@@ -4,6 +4,7 @@
  * values up to 2^53; signed values are zigzagged first.
  */
 import { assert } from '../base/constants.js';
+import { copyBytes } from './byte-copy.js';
 
 /** Varint bytes of a value up to 2^53. */
 export const VARINT_BYTES_MAX = 8;
@@ -105,9 +106,7 @@ export class ByteSource {
   copyTo(out: Buffer, w: number, n: number): number {
     this.need(n);
     if (w + n > out.length) throw new Error(`chunk: the ${this.name} stream runs past the logical length`);
-    // Buffer.copy costs more than a short loop for the few bytes of an array header or a small payload.
-    if (n <= 32) for (let i = 0; i < n; i++) out[w + i] = this.src[this.pos + i];
-    else this.src.copy(out, w, this.pos, this.pos + n);
+    copyBytes(this.src, this.pos, this.pos + n, out, w);
     this.pos += n;
     return w + n;
   }

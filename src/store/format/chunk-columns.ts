@@ -11,6 +11,7 @@
  * leading zero bytes.
  */
 import { MODEL_FIELDS_MAX } from '../base/constants.js';
+import { copyBytes } from './byte-copy.js';
 import { ByteSink, VARINT_BYTES_MAX, unzigzag, zigzag } from './chunk-bytes.js';
 import { valueBytes } from './msgpack-items.js';
 
@@ -246,8 +247,7 @@ export class ColumnReader extends ColumnStreams {
       outView.setInt32(w + 1, srcView.getInt32(p + 1) ^ (prev < 0 ? 0 : outView.getInt32(prev)));
       outView.setInt32(w + 5, srcView.getInt32(p + 5) ^ (prev < 0 ? 0 : outView.getInt32(prev + 4)));
       this.prevFloat[col] = w + 1;
-    } else if (n <= 32) for (let i = 0; i < n; i++) out[w + i] = src[p + i];
-    else src.copy(out, w, p, p + n);
+    } else copyBytes(src, p, p + n, out, w);
     this.pos[col] = p + n;
     return w + n;
   }

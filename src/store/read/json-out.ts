@@ -3,6 +3,7 @@
  * few ways a JSON token gets in (copied bytes, fixed texts 4 bytes at a time, ASCII, a JS string as
  * JSON.stringify prints it, integers printed digit by digit, numbers as JavaScript prints them).
  */
+import { copyBytes } from '../format/byte-copy.js';
 
 /** A text written many times (a key, an envelope): its bytes as little-endian int32 words, the last one padded. */
 export interface Words {
@@ -55,11 +56,7 @@ export class JsonOut {
   }
 
   bytes(src: Buffer, start: number, end: number): void {
-    const b = this.room(end - start);
-    let p = this.pos;
-    if (end - start > 32) p += src.copy(b, p, start, end);
-    else for (let i = start; i < end; i++) b[p++] = src[i];
-    this.pos = p;
+    this.pos = copyBytes(src, start, end, this.room(end - start), this.pos);
   }
 
   /** Text known to be ASCII. */

@@ -9,6 +9,7 @@
  * Nothing here does I/O. A segment's `writtenBytes` and `syncedBytes` move only here (after open), in the
  * same step as its chunks move, so a reader always finds every byte in memory or in the file.
  */
+import { copyBytes } from '../format/byte-copy.js';
 import { FRAME_HEADER_BYTES, FRAME_SUPERSEDE, type FrameType, frameId, frameTs, frameType, sealFrame } from '../format/frame.js';
 import type { Segment } from '../segment/segment.js';
 import { WRITE_CHUNK_BYTES, WRITE_CHUNK_MIN_BYTES, assert } from '../base/constants.js';
@@ -73,7 +74,7 @@ export class WriteBuffer {
     const c = this.room(seg, bytes);
     const at = c.len;
     assert(c.base + at === seg.bytes, 'a frame is appended at the end of its segment');
-    payload.copy(c.buf, at + FRAME_HEADER_BYTES, start, end);
+    copyBytes(payload, start, end, c.buf, at + FRAME_HEADER_BYTES);
     const crc = sealFrame(c.buf, at, type, id, ts, end - start);
     seg.setFrame(id, c.base + at, bytes, ts, crc);
     c.len = at + bytes;
