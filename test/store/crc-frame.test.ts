@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { crc32c, crc32cInt32 } from '../../src/store/format/crc32c.js';
 import { FRAME_HEADER_BYTES, FRAME_INVALID, FRAME_SAVE, FRAME_TRUNCATED, checkFrame, findNextFrame, frameId, sealFrame } from '../../src/store/format/frame.js';
@@ -69,5 +70,36 @@ describe('frame', () => {
     expect(findNextFrame(buf, 0, buf.length, 1)).toBe(8);
     expect(findNextFrame(buf, 0, buf.length, 2)).toBe(8 + a.length);
     expect(findNextFrame(buf, 0, buf.length, 3)).toBe(-1);
+  });
+});
+
+describe('sealFrame', () => {
+  it('writes the layout of docs/storage-format.md, as Buffer’s little-endian writers spell it, at any offset', () => {
+    fc.assert(
+      fc.property(
+        fc.uint8Array({ maxLength: 200 }),
+        fc.nat({ max: 40 }),
+        fc.constantFrom(1, 2),
+        fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }),
+        fc.double({ noNaN: true, noDefaultInfinity: true }),
+        (payload, off, type, id, ts) => {
+          const got = Buffer.alloc(off + FRAME_HEADER_BYTES + payload.length + 5, 0xee);
+          Buffer.from(payload).copy(got, off + FRAME_HEADER_BYTES);
+          const want = Buffer.from(got);
+          const len = FRAME_HEADER_BYTES - 8 + payload.length;
+          want.writeUInt32LE(len, off);
+          want[off + 8] = type;
+          want[off + 9] = 0;
+          want.writeDoubleLE(id, off + 10);
+          want.writeDoubleLE(ts, off + 18);
+          const crc = crc32c(want, off + 8, off + 8 + len, crc32c(want, off, off + 4));
+          want.writeUInt32LE(crc, off + 4);
+          expect(sealFrame(got, off, type as 1 | 2, id, ts, payload.length)).toBe(crc);
+          expect(got).toEqual(want);
+          expect(checkFrame(got, off, off + FRAME_HEADER_BYTES + payload.length)).toBe(FRAME_HEADER_BYTES + payload.length);
+        },
+      ),
+      { numRuns: 300 },
+    );
   });
 });

@@ -26,14 +26,16 @@ export type FrameType = typeof FRAME_SAVE | typeof FRAME_SUPERSEDE;
 
 /** Writes a complete frame whose payload is already at off+26; returns its CRC. */
 export function sealFrame(buf: Buffer, off: number, type: FrameType, id: number, ts: number, payloadBytes: number): number {
+  // Byte stores, not Buffer's writeUInt32LE / writeDoubleLE: those check their arguments on every call,
+  // and this runs for every record appended.
   const len = LEN_FIXED + payloadBytes;
-  buf.writeUInt32LE(len, off);
+  putU32(buf, off, len);
   buf[off + 8] = type;
   buf[off + 9] = 0;
-  buf.writeDoubleLE(id, off + FRAME_ID_OFFSET);
-  buf.writeDoubleLE(ts, off + FRAME_TS_OFFSET);
+  putF64(buf, off + FRAME_ID_OFFSET, id);
+  putF64(buf, off + FRAME_TS_OFFSET, ts);
   const crc = crc32c(buf, off + 8, off + 8 + len, crc32cInt32(buf, off, off + 4));
-  buf.writeUInt32LE(crc, off + 4);
+  putU32(buf, off + 4, crc);
   return crc;
 }
 
@@ -139,4 +141,16 @@ const F64_BYTES = new Uint8Array(F64_SCRATCH.buffer);
 export function f64(buf: Uint8Array, off: number): number {
   for (let i = 0; i < 8; i++) F64_BYTES[i] = buf[off + i];
   return F64_SCRATCH[0];
+}
+
+function putF64(buf: Uint8Array, off: number, value: number): void {
+  F64_SCRATCH[0] = value;
+  for (let i = 0; i < 8; i++) buf[off + i] = F64_BYTES[i];
+}
+
+function putU32(buf: Uint8Array, off: number, value: number): void {
+  buf[off] = value;
+  buf[off + 1] = value >>> 8;
+  buf[off + 2] = value >>> 16;
+  buf[off + 3] = value >>> 24;
 }
