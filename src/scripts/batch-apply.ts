@@ -114,7 +114,7 @@ export class BatchApplier {
           touched.set(target, entry);
         }
         if (id > entry.lastId) entry.lastId = id;
-        // Ops come in payload order (the worker runs payload by payload): a payload new to this log is not its last.
+        // Ops come in payload order (the worker runs payload by payload): a payload this log lists already is its last.
         const { payloads } = entry;
         if (payloads.length === 0 || payloads[payloads.length - 1] !== op.payload) payloads.push(op.payload);
       } catch (err) {
