@@ -6,7 +6,7 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { J2T_WASM_BASE64 } from '../../src/scripts/lua/j2t-wasm-bytes.js';
+import { J2T_WASM_BASE64, LUA_ALLOC_WASM_BASE64 } from '../../src/scripts/lua/wasm-bytes.js';
 import type { LibHost } from '../../src/scripts/lua/lua-libs.js';
 import { LuaSandbox } from '../../src/scripts/lua/lua-sandbox.js';
 
@@ -187,16 +187,16 @@ describe('json:J2T of arrays in wasm', () => {
     expect(lines).toEqual(['2']);
   });
 
-  it('the committed module has no memory or data of its own (the build script reads its sections right)', async () => {
-    const script = '../../scripts/build-j2t-wasm.mjs';
+  it('the committed modules have no memory or data of their own (the build script reads their sections right)', async () => {
+    const script = '../../scripts/build-wasm.mjs';
     const { sectionIds } = (await import(script)) as { sectionIds(bytes: Buffer): number[] };
     // type, import, function, global, export, code: no memory (5), data (11) or data count (12) section.
-    expect(sectionIds(Buffer.from(J2T_WASM_BASE64, 'base64'))).toEqual([1, 2, 3, 6, 7, 10]);
+    for (const base64 of [J2T_WASM_BASE64, LUA_ALLOC_WASM_BASE64]) expect(sectionIds(Buffer.from(base64, 'base64'))).toEqual([1, 2, 3, 6, 7, 10]);
   });
 
-  // What scripts/build-j2t-wasm.mjs needs, as .ci/run installs it: clang-14, and lld-14's wasm-ld.
+  // What scripts/build-wasm.mjs needs, as .ci/run installs it: clang-14, and lld-14's wasm-ld.
   const toolchain = ['clang-14', 'wasm-ld-14'].every((tool) => spawnSync(tool, ['--version']).status === 0);
-  it.skipIf(!toolchain)('the committed module is the build of src/scripts/lua/j2t.c', () => {
-    execFileSync(process.execPath, ['scripts/build-j2t-wasm.mjs', '--check'], { stdio: 'pipe' });
+  it.skipIf(!toolchain)('the committed modules are the builds of src/scripts/lua/j2t.c and lua-alloc.c', () => {
+    execFileSync(process.execPath, ['scripts/build-wasm.mjs', '--check'], { stdio: 'pipe' });
   });
 });

@@ -9,7 +9,7 @@
  * What the module does not take (see j2t.c) it leaves to LuaBridge's JS path, which decodes it as before.
  */
 import { FLAT_STRUCT_BYTES, type FlatScan } from './flat-json.js';
-import { J2T_WASM_BASE64 } from './j2t-wasm-bytes.js';
+import { J2T_WASM_BASE64 } from './wasm-bytes.js';
 import type { RawLua } from './lua-raw.js';
 
 const IMPORTED = [

@@ -17,7 +17,7 @@
  * of 0 bytes at address 0, where a use would trap rather than write over Lua's. A Lua error (out of memory)
  * unwinds through here as a JS exception; nothing needs undoing, the scratch is rewritten each call.
  *
- * Build: npm run build:j2t-wasm (clang --target=wasm32, see scripts/build-j2t-wasm.mjs).
+ * Build: npm run build:wasm (clang --target=wasm32, see scripts/build-wasm.mjs).
  */
 typedef struct lua_State lua_State;
 typedef long long lua_Integer;

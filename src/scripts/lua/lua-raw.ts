@@ -386,6 +386,8 @@ export class CappedAllocator {
   /** Whether anything was refused since the last `limit`. */
   refused = false;
   readonly pointer: number;
+  /** Lua's userdata for it: none. */
+  readonly ud = 0;
 
   /** `timeUp` is asked before each large allocation; true refuses it. */
   constructor(lua: LuaWasm, raw: RawLua, used: number, timeUp: () => boolean) {

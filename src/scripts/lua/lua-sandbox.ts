@@ -183,7 +183,7 @@ export class LuaSandbox {
     const clock = new InvocationClock();
     // Same accounting and cap as wasmoon's traced allocator, without its per-call wrappers (in wasm when it can be).
     const allocator = cappedAllocator(lua, raw, exports, g.getMemoryUsed(), () => clock.timeUp());
-    raw.lua_setallocf(state, allocator.pointer, 0);
+    raw.lua_setallocf(state, allocator.pointer, allocator.ud);
     const strings = new WasmStrings(lua, raw);
     const bridge = new LuaBridge(lua, raw, strings, host, WasmJ2t.create(exports, raw));
     for (const lib of [LuaLibraries.Base, LuaLibraries.Table, LuaLibraries.String, LuaLibraries.Math, LuaLibraries.Coroutine]) {
