@@ -33,9 +33,9 @@ export const MODULES = [
 ];
 
 function compile({ source, exports }) {
-  const dir = mkdtempSync(join(tmpdir(), 'j2t-wasm-'));
+  const dir = mkdtempSync(join(tmpdir(), 'build-wasm-'));
   try {
-    const out = join(dir, 'j2t.wasm');
+    const out = join(dir, 'module.wasm');
     execFileSync(CLANG, [
       '--target=wasm32', '-O2', '-nostdlib', '-fno-builtin', '-Wall', '-Wextra', '-Werror',
       // Shares the Lua instance's memory: no memory or data of its own, and a C stack of 0 bytes at

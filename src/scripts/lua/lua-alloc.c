@@ -25,8 +25,6 @@ extern void *realloc(void *pointer, size_t size);
 extern void free(void *pointer);
 extern int timeUp(void);
 
-/* CappedAllocator's LARGE_ALLOCATION_BYTES (lua-raw.ts). */
-#define ALLOC_LARGE_BYTES 65536
 #define ALLOC_CACHE_SIZE_MIN 8
 #define ALLOC_CACHE_SIZE_MAX 256
 #define ALLOC_CACHE_BYTES_MAX (512 * 1024)
@@ -35,6 +33,8 @@ struct alloc_state {
   double used;
   /* 0: no cap. */
   double max;
+  /* An allocation growing Lua's bytes by this much or more asks timeUp first (LARGE_ALLOCATION_BYTES). */
+  double large_bytes;
   int refused;
   unsigned cached_bytes;
   /* The first cached block of each size; each block's first word is the next one's address. */
@@ -78,7 +78,7 @@ void *alloc(struct alloc_state *s, void *pointer, size_t old_size, size_t new_si
   }
   double growth = pointer != 0 ? (double)new_size - (double)old_size : (double)new_size;
   double end = s->used + growth;
-  int capped = (new_size > old_size && s->max > 0 && end > s->max) || (growth >= ALLOC_LARGE_BYTES && timeUp());
+  int capped = (new_size > old_size && s->max > 0 && end > s->max) || (growth >= s->large_bytes && timeUp());
   void *moved = 0;
   if (!capped) moved = pointer == 0 ? take(s, new_size) : realloc(pointer, new_size);
   if (moved != 0) s->used = end;
@@ -96,10 +96,11 @@ double alloc_used(struct alloc_state *s) { return s->used; }
 
 int alloc_refused(struct alloc_state *s) { return s->refused; }
 
-/* A new state: `used` bytes held already, no cap, nothing cached. */
-void alloc_init(struct alloc_state *s, double used) {
+/* A new state: `used` bytes held already, no cap, nothing cached; `large_bytes` as CappedAllocator's. */
+void alloc_init(struct alloc_state *s, double used, double large_bytes) {
   s->used = used;
   s->max = 0;
+  s->large_bytes = large_bytes;
   s->refused = 0;
   s->cached_bytes = 0;
   for (int size = 0; size <= ALLOC_CACHE_SIZE_MAX; size++) s->cached[size] = 0;

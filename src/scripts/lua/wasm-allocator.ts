@@ -12,7 +12,7 @@
  * checks that no block it hands out overlaps another one Lua holds.
  */
 import type { LuaWasm } from 'wasmoon';
-import { CappedAllocator, type RawLua } from './lua-raw.js';
+import { CappedAllocator, LARGE_ALLOCATION_BYTES, type RawLua } from './lua-raw.js';
 import { LUA_ALLOC_WASM_BASE64 } from './wasm-bytes.js';
 
 type WasmFunction = (...args: number[]) => number;
@@ -30,7 +30,7 @@ interface AllocatorInstance {
   exports: {
     alloc: WasmFunction;
     alloc_state_bytes(): number;
-    alloc_init(state: number, used: number): void;
+    alloc_init(state: number, used: number, largeBytes: number): void;
     alloc_limit(state: number, max: number): void;
     alloc_used(state: number): number;
     alloc_refused(state: number): number;
@@ -85,7 +85,7 @@ export class WasmCappedAllocator implements LuaAllocator {
     // The state lives in the instance's memory for as long as the Lua state does: it is never freed.
     this.ud = realloc(0, this.exports.alloc_state_bytes());
     if (this.ud === 0) throw new Error('no memory for the Lua allocator’s state');
-    this.exports.alloc_init(this.ud, used);
+    this.exports.alloc_init(this.ud, used, LARGE_ALLOCATION_BYTES);
     this.pointer = addFunction?.(this.exports.alloc, 'iiiii') ?? 0;
   }
 
