@@ -29,7 +29,16 @@ const MEMORY_PAGES = 1024;
 const { Memory } = (globalThis as unknown as { WebAssembly: { Memory: new (descriptor: { initial: number }) => { buffer: ArrayBuffer } } }).WebAssembly;
 const FAKE_BLOCKS_AT = 1 << 25;
 
-/** Drives an allocator built by `make` through `calls`, recording what it answered and asked. */
+/** Sizes of freed blocks the wasm allocator keeps for the next allocation of that size (lua-alloc.c). */
+const CACHED_SIZE_MIN = 8;
+const CACHED_SIZE_MAX = 256;
+
+/**
+ * Drives an allocator built by `make` through `calls`, recording what it answered and asked. A failing
+ * realloc stands for an instance out of memory, which a block freed earlier of the same size is not: a
+ * new object of that size gets memory there (the wasm allocator's cache, or dlmalloc reusing the block
+ * for the JS one), so the fake realloc succeeds then, whatever the call says.
+ */
 function run(calls: readonly Call[], make: (imports: { realloc(p: number, n: number): number; free(p: number): void; timeUp(): boolean }) => {
   alloc: (p: number, o: number, n: number) => number;
   used(): number;
@@ -39,11 +48,13 @@ function run(calls: readonly Call[], make: (imports: { realloc(p: number, n: num
   const trace: Trace = { results: [], used: [], refused: [], reallocs: [], frees: [] };
   let current: Call | undefined;
   let next = FAKE_BLOCKS_AT;
+  const freedOfSize = new Map<number, number>();
   const allocator = make({
     realloc: (p, n) => {
       if (current === undefined) return (next += 2048) - 2048;
       trace.reallocs.push([p, n]);
-      return current.reallocFails ? 0 : (next += 64);
+      const reusable = p === 0 && (freedOfSize.get(n) ?? 0) > 0;
+      return current.reallocFails && !reusable ? 0 : (next += 64);
     },
     free: (p) => void trace.frees.push(p),
     timeUp: () => current!.timeUp,
@@ -51,7 +62,12 @@ function run(calls: readonly Call[], make: (imports: { realloc(p: number, n: num
   for (const call of calls) {
     current = call;
     allocator.limit(call.cap);
-    trace.results.push(allocator.alloc(call.pointer, call.oldSize, call.newSize));
+    const result = allocator.alloc(call.pointer, call.oldSize, call.newSize);
+    const freed = call.pointer !== 0 && call.newSize === 0 && call.oldSize >= CACHED_SIZE_MIN && call.oldSize <= CACHED_SIZE_MAX;
+    if (freed) freedOfSize.set(call.oldSize, (freedOfSize.get(call.oldSize) ?? 0) + 1);
+    const reused = call.pointer === 0 && result !== 0 && (freedOfSize.get(call.newSize) ?? 0) > 0;
+    if (reused) freedOfSize.set(call.newSize, freedOfSize.get(call.newSize)! - 1);
+    trace.results.push(result);
     trace.used.push(allocator.used());
     trace.refused.push(allocator.refused());
   }
