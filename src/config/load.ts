@@ -7,7 +7,7 @@ import { mkdirDurable, removeTempFiles } from '../util/atomic-file.js';
 import { dirname, resolve } from 'node:path';
 import { InvalidArgumentError } from '../errors.js';
 import { mustBe } from '../util/messages.js';
-import { defaultWorkerCount } from '../scripts/worker-count.js';
+import { defaultWorkerCount } from '../scripts/pool/worker-count.js';
 import { credentialsPath, resolveCredentials } from './credentials.js';
 import { scanIni } from './ini-text.js';
 import { CONFIG_KEYS, envName, keyName, type KeySpec, type ListKey } from './keys.js';

@@ -5,7 +5,7 @@
  */
 import { WorkerLostError } from '../errors.js';
 import type { BatchSizing } from './batch-sizing.js';
-import type { ScriptPool } from './pool.js';
+import type { ScriptPool } from './pool/pool.js';
 import { batchResult, forEachOp, onePayload, type BatchResult, type RecordOp, type RuleScripts, type RunTask, type TaskPayloads } from './shared/protocol.js';
 
 /** The parts of a task the engine fills in (models, read-only set, rule epoch). */

@@ -10,7 +10,7 @@ import { BatchApplier } from './batch-apply.js';
 import { BatchRunner, type TaskContext } from './batch-run.js';
 import { BatchSizing } from './batch-sizing.js';
 import { InputCounters } from './input-stats.js';
-import type { ScriptPool } from './pool.js';
+import type { ScriptPool } from './pool/pool.js';
 import type { BatchResult, RuleScripts } from './shared/protocol.js';
 import { isBodyPayloads, payloadCount, slotsTaskPayloads, type PushPayloads } from './payloads.js';
 import { PushTicket, settlePayloads, type QueuedPayload } from './push-answers.js';

@@ -10,7 +10,7 @@ import type { TaskContext } from './batch-run.js';
 import { batchLimit } from './batch-sizing.js';
 import { optionalText, requireBody } from './metadata-file.js';
 import { splitPayloads } from './payloads.js';
-import type { ScriptPool } from './pool.js';
+import type { ScriptPool } from './pool/pool.js';
 import { recordOf } from './shared/op-values.js';
 import { batchResult, forEachOp, taskPayloads, type BatchResult, type RuleScripts } from './shared/protocol.js';
 import { capMessage } from './shared/repeat-filter.js';

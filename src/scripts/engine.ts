@@ -12,7 +12,7 @@ import { isPushPayloads, type PushPayloads } from './payloads.js';
 import { InputCounters } from './input-stats.js';
 import { withoutSecrets } from './input-configs.js';
 import { NetworkInputs, type NetworkInputView } from '../inputs/index.js';
-import { ScriptPool } from './pool.js';
+import { ScriptPool } from './pool/pool.js';
 import { parseRuleFields, RuleBook, type RuleFields } from './rules.js';
 import { Simulator } from './simulator.js';
 import { RuleStatsBook } from './shared/stats.js';

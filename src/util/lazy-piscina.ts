@@ -1,7 +1,7 @@
 /**
  * piscina, loaded with the pool's first task (issue 32, memory of an idle gateway): its 14 modules cost
  * about 0.7 MiB of RSS, and the Lua workers start on demand anyway (`worker_idle_s`), so a gateway that
- * never runs a rule never needs it. A stand-in for the part of piscina's API that src/scripts/pool.ts
+ * never runs a rule never needs it. A stand-in for the part of piscina's API that src/scripts/pool/pool.ts
  * uses; it creates the real pool at the first `run`, or at once (a synchronous require, so that its
  * threads are there when the constructor returns, as before) when `minThreads` asks for workers from the
  * start (`worker_idle_s = 0`). The first task waits for the import, once (a few ms; the worker's own

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { useConfigDir } from '../support/config-dir.js';
 import { credentialsPath, defaultConfigText, loadConfig } from '../../src/config/index.js';
 import { InvalidArgumentError } from '../../src/errors.js';
-import { defaultWorkerCount } from '../../src/scripts/worker-count.js';
+import { defaultWorkerCount } from '../../src/scripts/pool/worker-count.js';
 
 const tmp = useConfigDir('edc-config-');
 const load = tmp.load;

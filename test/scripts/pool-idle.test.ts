@@ -7,8 +7,8 @@
  */
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ScriptPool } from '../../src/scripts/pool.js';
-import { defaultWorkerCount, SMALL_BOARD_MEMORY_BYTES } from '../../src/scripts/worker-count.js';
+import { ScriptPool } from '../../src/scripts/pool/pool.js';
+import { defaultWorkerCount, SMALL_BOARD_MEMORY_BYTES } from '../../src/scripts/pool/worker-count.js';
 
 const GOOD = { kind: 'compile' as const, actions: 'Actions = { function(a) return true, a end }', success: '', failed: '' };
 const GIB = 2 ** 30;

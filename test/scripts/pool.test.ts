@@ -6,7 +6,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { WorkerLostError } from '../../src/errors.js';
-import { ScriptPool } from '../../src/scripts/pool.js';
+import { ScriptPool } from '../../src/scripts/pool/pool.js';
 import type { RunTask } from '../../src/scripts/shared/protocol.js';
 import { oneRuleTask } from '../support/run-task.js';
 

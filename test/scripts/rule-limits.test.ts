@@ -5,7 +5,7 @@
  * worker, before it is copied out of Lua), its Debug lines.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { ScriptPool } from '../../src/scripts/pool.js';
+import { ScriptPool } from '../../src/scripts/pool/pool.js';
 import { MESSAGE_BYTES_MAX, RepeatFilter, capMessage } from '../../src/scripts/shared/repeat-filter.js';
 import { oneRuleTask } from '../support/run-task.js';
 import { inputWithRule, openHarness, type Harness } from './helpers.js';

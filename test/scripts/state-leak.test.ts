@@ -5,7 +5,7 @@
  * worker, so every task shares the Lua state of the one before.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { ScriptPool } from '../../src/scripts/pool.js';
+import { ScriptPool } from '../../src/scripts/pool/pool.js';
 import { taskPayloads, type RuleScripts, type RunTask } from '../../src/scripts/shared/protocol.js';
 
 let pool: ScriptPool | undefined;

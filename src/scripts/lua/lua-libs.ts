@@ -72,9 +72,9 @@ export function hostFunctions(host: LibHost, timeoutMessage: string): Record<str
 export const PRELUDE_LUA = String.raw`
 local host = __host
 local j2t, base64_j2t, save_fast, update_fast, time_up = __j2t, __base64_j2t, __save, __update, __time_up
-local hex_decode, hex_encode, step = __hex_decode, __hex_encode, __step
+local hex_decode, hex_encode, step, hook_thread = __hex_decode, __hex_encode, __step, __hook_thread
 __host, __j2t, __base64_j2t, __save, __update, __time_up = nil, nil, nil, nil, nil, nil
-__hex_decode, __hex_encode, __step = nil, nil, nil
+__hex_decode, __hex_encode, __step, __hook_thread = nil, nil, nil, nil
 local TIMEOUT = host.timeoutMessage
 local save, update_last, debug_log = host.save, host.updateLast, host.debug
 local h_time, h_time_ms, h_ts_unix, h_ts_unix_nano = host.time, host.timeMs, host.tsUnix, host.tsUnixNano
@@ -121,9 +121,15 @@ local function safe_xpcall(f, handler, ...)
   return rethrow_timeout(rawxpcall(f, function(e) if time_up() then return TIMEOUT end return handler(e) end, ...))
 end
 local co_resume, co_close = coroutine.resume, coroutine.close
+-- A coroutine made while its task runs without the instruction hook would keep running without it,
+-- even resumed in a hooked task later: each one gets the hook of its own (hook_thread). The locals
+-- keep the library's names, so a bad argument is named as before ('create', 'wrap').
+local create, wrap = coroutine.create, coroutine.wrap
 local coroutine_lib = {
-  create = coroutine.create, isyieldable = coroutine.isyieldable, running = coroutine.running,
-  status = coroutine.status, wrap = coroutine.wrap, yield = coroutine.yield,
+  create = function(f) local co = create(f) hook_thread(co) return co end,
+  wrap = function(f) local fn = wrap(f) hook_thread(fn) return fn end,
+  isyieldable = coroutine.isyieldable, running = coroutine.running, status = coroutine.status,
+  yield = coroutine.yield,
   resume = function(co, ...) return rethrow_timeout(co_resume(co, ...)) end,
   -- close runs the coroutine's pending <close> handlers and returns their error.
   close = function(co) return rethrow_timeout(co_close(co)) end,

@@ -20,6 +20,7 @@ export const LUA_TBOOLEAN = 1;
 export const LUA_TNUMBER = 3;
 export const LUA_TSTRING = 4;
 export const LUA_TTABLE = 5;
+export const LUA_TFUNCTION = 6;
 
 const LUA_TYPE_NAMES = ['nil', 'boolean', 'userdata', 'number', 'string', 'table', 'function', 'userdata', 'thread'];
 

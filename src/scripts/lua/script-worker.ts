@@ -13,7 +13,7 @@ import { INVOKE_ERROR, INVOKE_TIMEOUT, type LibHost } from './lua-libs.js';
 import { LuaSandbox, type SandboxLimits } from './lua-sandbox.js';
 import { attributeNames, checkScannedSave, fieldBytes } from './scanned-record.js';
 import { newHistogram, recordDuration } from '../shared/stats.js';
-import { OpPacker, type CompileTask, type RunResult, type RunTask, type WorkerAnswer, type WorkerTask } from '../shared/protocol.js';
+import { OpPacker, WATCH_OVERRAN, WATCH_STARTED, type CompileTask, type RunResult, type RunTask, type WorkerAnswer, type WorkerTask } from '../shared/protocol.js';
 import type { ValidationResult } from '../shared/types.js';
 
 /** A runaway `rds:Save` loop would otherwise fill the task result until the soft limit hits. */
@@ -161,7 +161,8 @@ export class ScriptWorker {
     ctx.readOnlyPayloads = new Set();
     ctx.ops = new OpPacker(ctx.valuePacker);
     ctx.debugLines = [];
-    const rules = task.rules.map((r) => this.compiledRule(r));
+    const watch = task.watch;
+    const rules = task.rules.map((r) => this.compiledRule(r, watch));
     const result: RunResult = {
       ops: undefined!,
       errors: [],
@@ -176,7 +177,7 @@ export class ScriptWorker {
       result.errors.push(line === undefined ? { payload, rule, message } : { payload, rule, message, line });
       started = performance.now();
     };
-    this.sandbox.invokeAll(
+    const completed = this.sandbox.invokeAll(
       rules.map((rule) => rule.envRef),
       task.payloads,
       {
@@ -185,6 +186,7 @@ export class ScriptWorker {
           ctx.rule = rule;
           ctx.recordsThisInvocation = 0;
           ctx.bytesThisInvocation = 0;
+          if (watch !== undefined) Atomics.add(watch, WATCH_STARTED, 1);
         },
         ended(payload, rule, status, message, atMs) {
           const summary = result.summaries[rule];
@@ -201,7 +203,13 @@ export class ScriptWorker {
           failed(payload, rule, rules[rule].error ?? 'rule did not compile');
         },
       },
+      watch !== undefined,
     );
+    if (!completed) {
+      // The Lua state holds work a hooked run would not have done: worker.ts ends the thread on this.
+      Atomics.store(watch!, WATCH_OVERRAN, 1);
+      throw new Error('an invocation without the instruction hook ran past its time limit');
+    }
     result.ops = ctx.ops.finish();
     if (ctx.readOnlyPayloads.size > 0) result.readOnlyPayloads = [...ctx.readOnlyPayloads];
     result.elapsedMs = performance.now() - taskStarted;
@@ -213,9 +221,11 @@ export class ScriptWorker {
    * time or memory limit is not kept: on a less busy machine, or once other rules hold less memory,
    * the same version may compile, so the next task tries again.
    */
-  private compiledRule(scripts: RunTask['rules'][number]): CompiledRule {
+  private compiledRule(scripts: RunTask['rules'][number], watch: Int32Array | undefined): CompiledRule {
     const cached = this.compiled.get(scripts.uuid);
     if (cached && cached.version === scripts.version) return cached;
+    // A compile runs hooked, but the watch counts it: a long one is not an invocation that stalled.
+    if (watch !== undefined) Atomics.add(watch, WATCH_STARTED, 1);
     if (cached?.envRef !== undefined) this.sandbox.release(cached.envRef);
     this.compiled.delete(scripts.uuid);
     const outcome = this.sandbox.compile(scripts);

@@ -35,6 +35,20 @@ export interface RunTask {
   liveRuleIds: string[];
   rules: RuleScripts[];
   payloads: TaskPayloads;
+  /**
+   * Present: run the invocations without Lua's instruction hook, watched from the main thread through
+   * this cell (a SharedArrayBuffer's Int32Array, see watchCell). Absent: hooked, as compiles always are.
+   */
+  watch?: Int32Array;
+}
+
+/** watch[WATCH_STARTED]: invocations and compiles the worker has started in the task; it only grows. */
+export const WATCH_STARTED = 0;
+/** watch[WATCH_OVERRAN] = 1: an invocation ended past its deadline, and the worker ended itself. */
+export const WATCH_OVERRAN = 1;
+
+export function watchCell(): Int32Array {
+  return new Int32Array(new SharedArrayBuffer(2 * Int32Array.BYTES_PER_ELEMENT));
 }
 
 /**

@@ -11,12 +11,16 @@
  * isolate or wasm heap (docs/performance.md, "Memory"). A task that finds no worker for its slot
  * first starts one with a `start` task outside the hard time limit: a cold start (isolate, wasm
  * compile) is several times slower on an ARM board and must not count as the rule's running time.
+ *
+ * Run tasks go without Lua's instruction hook, watched (overrun-watch.ts); one that overruns ends its
+ * worker and runs again hooked, and so do its owner's next tasks for a while.
  */
 import { fileURLToPath } from 'node:url';
-import { Piscina } from '../util/lazy-piscina.js';
-import { WorkerLostError } from '../errors.js';
-import type { CompileTask, RunResult, RunTask, StartTask, WorkerTask } from './shared/protocol.js';
-import type { ValidationResult } from './shared/types.js';
+import { Piscina } from '../../util/lazy-piscina.js';
+import { WorkerLostError } from '../../errors.js';
+import { OverrunWatch } from './overrun-watch.js';
+import { WATCH_OVERRAN, type CompileTask, type RunResult, type RunTask, type StartTask, type WorkerTask } from '../shared/protocol.js';
+import type { ValidationResult } from '../shared/types.js';
 import { defaultWorkerCount } from './worker-count.js';
 
 export interface PoolOptions {
@@ -40,15 +44,15 @@ const FAULT_WINDOW_MS = 60_000;
 const FAULTS_KEPT = 20;
 
 /**
- * Compiled, the worker module is in lua/ beside this one (dist/scripts/lua/, or dist-bench/src/scripts/lua/
- * for the benchmarks). Under vitest this module runs from src/scripts/pool.ts, but worker threads need
+ * Compiled, the worker module is in lua/ beside this folder (dist/scripts/lua/, or dist-bench/src/scripts/lua/
+ * for the benchmarks). Under vitest this module runs from src/scripts/pool/pool.ts, but worker threads need
  * compiled JS, so a TS path inside src/ maps to the same place in dist/; the tests' global setup
  * (test/support/fresh-dist.ts) rebuilds dist/ first whenever it is older than src/.
  */
 export function defaultWorkerFile(moduleUrl: string = import.meta.url): string {
   const here = fileURLToPath(moduleUrl);
-  const compiled = here.endsWith('.ts') ? here.replace(/([\\/])src([\\/])(?=[^\\/]+[\\/][^\\/]+$)/, '$1dist$2') : here;
-  return compiled.replace(/[^\\/]+$/, 'lua/worker.js');
+  const compiled = here.endsWith('.ts') ? here.replace(/([\\/])src([\\/])(?=[^\\/]+[\\/][^\\/]+[\\/][^\\/]+$)/, '$1dist$2') : here;
+  return compiled.replace(/pool[\\/][^\\/]+$/, 'lua/worker.js');
 }
 
 /**
@@ -60,6 +64,8 @@ export function defaultWorkerFile(moduleUrl: string = import.meta.url): string {
  */
 class TaskDeadline {
   aborted = false;
+  /** Ended by the overrun watch, not by the time limit. */
+  stalled = false;
   reason: unknown;
   private listener: (() => void) | undefined;
   private readonly timer: NodeJS.Timeout;
@@ -82,14 +88,25 @@ class TaskDeadline {
     this.listener = undefined;
   }
 
+  /** The overrun watch ends the task's worker. */
+  stall(): void {
+    if (this.aborted) return;
+    this.stalled = true;
+    this.abort();
+  }
+
   private abort(): void {
+    if (this.aborted) return;
     this.aborted = true;
-    this.reason = new Error('time limit exceeded');
+    this.reason = new Error(this.stalled ? 'an invocation without the instruction hook stalled' : 'time limit exceeded');
     const listener = this.listener;
     this.listener = undefined;
     listener?.();
   }
 }
+
+/** runUnhooked's answer when the task must run again hooked. */
+const OVERRAN = Symbol('overran');
 
 export class ScriptPool {
   readonly size: number;
@@ -100,6 +117,7 @@ export class ScriptPool {
   private readonly held = new Map<string, number>();
   /** Worker faults (a thread that ended on an unexpected error), newest last, for /healthz. */
   private readonly faults: Array<{ atMs: number; message: string }> = [];
+  private readonly overrunWatch: OverrunWatch;
 
   constructor(private readonly options: PoolOptions) {
     this.size = options.workers > 0 ? options.workers : defaultWorkerCount();
@@ -113,6 +131,7 @@ export class ScriptPool {
       recordTiming: false,
       workerData: { timeoutMs: options.timeoutMs, memoryMb: options.memoryMb },
     });
+    this.overrunWatch = new OverrunWatch(options.timeoutMs);
   }
 
   /** `owner`: whose turn this is (the input's uuid), for sharing the workers fairly. */
@@ -129,7 +148,13 @@ export class ScriptPool {
     return this.piscina.threads.length;
   }
 
+  /** Run tasks that overran without the instruction hook and ran again with it. */
+  get overruns(): number {
+    return this.overrunWatch.overruns;
+  }
+
   async close(): Promise<void> {
+    this.overrunWatch.close();
     await this.piscina.destroy();
   }
 
@@ -137,6 +162,11 @@ export class ScriptPool {
     await this.acquire(owner);
     try {
       if (this.piscina.threads.length < this.busy) await this.startWorker();
+      if (task.kind === 'run' && !this.overrunWatch.hooked(owner)) {
+        const result = await this.runUnhooked(task, owner);
+        if (result !== OVERRAN) return result;
+        if (this.piscina.threads.length < this.busy) await this.startWorker();
+      }
       return await this.runWithin(task, this.options.hardTimeoutMs);
     } catch (err) {
       const aborted = (err as Error).name === 'AbortError';
@@ -147,6 +177,28 @@ export class ScriptPool {
       );
     } finally {
       this.release(owner);
+    }
+  }
+
+  /**
+   * Runs `task` without the instruction hook, watched: OVERRAN when an invocation ran past the soft limit
+   * (the worker said so and ended itself, or the watch ended it), and `owner` runs hooked for a while.
+   */
+  private async runUnhooked(task: RunTask, owner: string): Promise<RunResult | typeof OVERRAN> {
+    const deadline = new TaskDeadline(this.options.hardTimeoutMs);
+    const run = this.overrunWatch.watch(() => deadline.stall());
+    let workerAlive = false;
+    try {
+      const result = (await this.piscina.run({ ...task, watch: run.cell }, { signal: deadline })) as RunResult;
+      workerAlive = true;
+      return result;
+    } catch (err) {
+      if (!deadline.stalled && Atomics.load(run.cell, WATCH_OVERRAN) !== 1) throw err;
+      this.overrunWatch.overran(owner);
+      return OVERRAN;
+    } finally {
+      deadline.clear();
+      this.overrunWatch.unwatch(run, workerAlive);
     }
   }
 
