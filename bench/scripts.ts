@@ -18,7 +18,7 @@ import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { loadConfig } from '../src/config/index.js';
 import { ModelRegistry } from '../src/models/registry.js';
-import { ScriptPool } from '../src/scripts/pool.js';
+import { ScriptPool } from '../src/scripts/pool/pool.js';
 import { taskPayloads, type RunTask } from '../src/scripts/shared/protocol.js';
 import { startService } from '../src/server.js';
 import { Store } from '../src/store/index.js';
