@@ -198,6 +198,11 @@ export class ScriptEngine {
     return dispatcher.push(payloads, options);
   }
 
+  /** Tasks that ran past the soft limit without the instruction hook and ran again with it, since the start. */
+  ruleOverruns(): number {
+    return this.pool.overruns;
+  }
+
   /** Why rules fail for reasons of ours, not of the scripts (worker faults in the last minute). */
   faults(): string[] {
     const recent = this.pool.recentFaults();

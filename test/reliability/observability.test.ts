@@ -71,6 +71,7 @@ describe('GET /metrics', () => {
     expect(t).toContain(`edge_rule_invocations_total{rule="${rule}"} 4`);
     expect(t).toContain(`edge_rule_successes_total{rule="${rule}"} 3`);
     expect(t).toContain(`edge_rule_failures_total{rule="${rule}"} 1`);
+    expect(t).toMatch(/^edge_rule_overruns_total 0$/m);
     expect(t).toMatch(new RegExp(`edge_rule_latency_seconds\\{rule="${rule}",quantile="0.99"\\} [0-9.e-]+`));
     expect(t).toContain(`edge_input_queue_depth{input="${inend}"} 0`);
     expect(t).toContain('edge_models{published="true"} 1');

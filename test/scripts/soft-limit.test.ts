@@ -92,6 +92,8 @@ describe('the soft time limit', () => {
       expect(s.cpuMs, s.name).toBeLessThan(TIMEOUT_MS + GRACE_MS);
     }
     expect(h.engine.faults()).toEqual([]);
+    // The first case ran without the hook, overran and ran again with it; the input then ran hooked.
+    expect(h.engine.ruleOverruns()).toBe(1);
     expect(await h.engine.push(inend, ['fine'])).toMatchObject({ accepted: 1 });
   });
 

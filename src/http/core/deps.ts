@@ -60,6 +60,7 @@ export type EngineView = Pick<
   | 'authenticatePush'
   | 'push'
   | 'faults'
+  | 'ruleOverruns'
   | 'queueDepth'
   | 'networkInputs'
 >;

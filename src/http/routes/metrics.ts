@@ -260,6 +260,15 @@ export function createMetrics(src: MetricsSources): Metrics {
   ruleCounter('edge_rule_invocations_total', 'Rule invocations.', (s) => s.invocations);
   ruleCounter('edge_rule_successes_total', 'Rule invocations that succeeded.', (s) => s.successes);
   ruleCounter('edge_rule_failures_total', 'Rule invocations that failed (error, Throw, limits).', (s) => s.failures);
+  new Counter({
+    name: 'edge_rule_overruns_total',
+    help: 'Rule tasks run without the instruction hook that ran past the soft time limit, and ran again with it.',
+    registers,
+    collect() {
+      this.reset();
+      this.inc(engine.ruleOverruns());
+    },
+  });
   new Gauge({
     name: 'edge_rule_latency_seconds',
     help: 'Rule invocation latency: upper bound of the histogram bucket holding the quantile (0 before any run).',
