@@ -9,7 +9,7 @@ import type { ScriptPool } from './pool/pool.js';
 import { batchResult, forEachOp, onePayload, type BatchResult, type RecordOp, type RuleScripts, type RunTask, type TaskPayloads } from './shared/protocol.js';
 
 /** The parts of a task the engine fills in (models, read-only set, rule epoch). */
-export type TaskContext = Omit<RunTask, 'kind' | 'rules' | 'payloads'>;
+export type TaskContext = Omit<RunTask, 'kind' | 'rules' | 'payloads' | 'models'> & Required<Pick<RunTask, 'models'>>;
 
 export interface BatchRunnerDeps {
   inendUuid: string;

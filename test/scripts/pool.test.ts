@@ -23,7 +23,8 @@ describe('ScriptPool worker faults', () => {
     const good = { kind: 'compile' as const, actions: 'Actions = { function(a) return true, a end }', success: '', failed: '' };
     expect(await pool.compile(good)).toEqual({ ok: true });
     expect(pool.recentFaults()).toEqual([]);
-    const broken = { kind: 'run' } as unknown as RunTask; // no rules, no payloads: handle throws
+    // No payloads: handle throws once it has the whole task (the slim one is answered stale first).
+    const broken = { ...oneRuleTask('Actions = { function(a) return true, a end }', []), payloads: undefined } as unknown as RunTask;
     const failure = await pool.run(broken).then(
       () => undefined,
       (err: unknown) => err,

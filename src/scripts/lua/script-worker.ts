@@ -13,7 +13,20 @@ import { INVOKE_ERROR, INVOKE_TIMEOUT, type LibHost } from './lua-libs.js';
 import { LuaSandbox, type SandboxLimits } from './lua-sandbox.js';
 import { attributeNames, checkScannedSave, fieldBytes } from './scanned-record.js';
 import { newHistogram, recordDuration } from '../shared/stats.js';
-import { OpPacker, WATCH_OVERRAN, WATCH_STARTED, type CompileTask, type RunResult, type RunTask, type WorkerAnswer, type WorkerTask } from '../shared/protocol.js';
+import {
+  hasScripts,
+  OpPacker,
+  WATCH_OVERRAN,
+  WATCH_STARTED,
+  type CompileTask,
+  type RuleScripts,
+  type RuleVersion,
+  type RunResult,
+  type RunTask,
+  type StaleAnswer,
+  type WorkerAnswer,
+  type WorkerTask,
+} from '../shared/protocol.js';
 import type { ValidationResult } from '../shared/types.js';
 
 /** A runaway `rds:Save` loop would otherwise fill the task result until the soft limit hits. */
@@ -149,14 +162,15 @@ export class ScriptWorker {
     return { ok: false, error: `${script}: line ${line}: ${message}`, line };
   }
 
-  private run(task: RunTask): RunResult {
+  private run(task: RunTask): RunResult | StaleAnswer {
     const taskStarted = performance.now();
     const ctx = this.context;
+    if (task.rulesEpoch !== this.rulesEpoch) this.pruneRules(task.liveRuleIds, task.rulesEpoch);
+    if (this.lacks(task)) return { stale: true };
     if (task.modelsVersion !== this.modelsVersion) {
-      ctx.models = new Map(task.models.map((m) => [m.uuid, m]));
+      ctx.models = new Map(task.models!.map((m) => [m.uuid, m]));
       this.modelsVersion = task.modelsVersion;
     }
-    if (task.rulesEpoch !== this.rulesEpoch) this.pruneRules(task.liveRuleIds, task.rulesEpoch);
     ctx.readOnly = new Set(task.readOnlyModels);
     ctx.readOnlyPayloads = new Set();
     ctx.ops = new OpPacker(ctx.valuePacker);
@@ -216,14 +230,23 @@ export class ScriptWorker {
     return result;
   }
 
+  /** A slim task names models or a rule version this worker does not hold (a fresh worker, or a change). */
+  private lacks(task: RunTask): boolean {
+    if (task.models === undefined && task.modelsVersion !== this.modelsVersion) return true;
+    return task.rules.some((rule) => !hasScripts(rule) && this.compiled.get(rule.uuid)?.version !== rule.version);
+  }
+
   /**
    * The rule's environment, compiled on the first task of each version. A compile that ran into the
    * time or memory limit is not kept: on a less busy machine, or once other rules hold less memory,
    * the same version may compile, so the next task tries again.
    */
-  private compiledRule(scripts: RunTask['rules'][number], watch: Int32Array | undefined): CompiledRule {
-    const cached = this.compiled.get(scripts.uuid);
-    if (cached && cached.version === scripts.version) return cached;
+  private compiledRule(rule: RuleScripts | RuleVersion, watch: Int32Array | undefined): CompiledRule {
+    const cached = this.compiled.get(rule.uuid);
+    if (cached && cached.version === rule.version) return cached;
+    // lacks() lets a task through only with the scripts of every version not compiled here.
+    if (!hasScripts(rule)) throw new Error(`rule ${rule.uuid} version ${rule.version} came without its scripts`);
+    const scripts = rule;
     // A compile runs hooked, but the watch counts it: a long one is not an invocation that stalled.
     if (watch !== undefined) Atomics.add(watch, WATCH_STARTED, 1);
     if (cached?.envRef !== undefined) this.sandbox.release(cached.envRef);

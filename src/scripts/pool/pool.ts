@@ -19,7 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { Piscina } from '../../util/lazy-piscina.js';
 import { WorkerLostError } from '../../errors.js';
 import { OverrunWatch } from './overrun-watch.js';
-import { WATCH_OVERRAN, type CompileTask, type RunResult, type RunTask, type StartTask, type WorkerTask } from '../shared/protocol.js';
+import { isStale, slimTask, WATCH_OVERRAN, type CompileTask, type RunResult, type RunTask, type StaleAnswer, type StartTask, type WorkerAnswer, type WorkerTask } from '../shared/protocol.js';
 import type { ValidationResult } from '../shared/types.js';
 import { defaultWorkerCount } from './worker-count.js';
 
@@ -134,10 +134,21 @@ export class ScriptPool {
     this.overrunWatch = new OverrunWatch(options.timeoutMs);
   }
 
-  /** `owner`: whose turn this is (the input's uuid), for sharing the workers fairly. */
-  run(task: RunTask, owner = ''): Promise<RunResult> {
-    return this.submit(task, owner) as Promise<RunResult>;
+  /**
+   * `owner`: whose turn this is (the input's uuid), for sharing the workers fairly. The task goes slim
+   * (slimTask): whole only to a worker that answers that it lacks the models' version or a rule's.
+   */
+  async run(task: RunTask, owner = ''): Promise<RunResult> {
+    const answer = await this.submit(slimTask(task), owner);
+    if (!isStale(answer)) return answer as RunResult;
+    this.wholeTasks++;
+    const whole = await this.submit(task, owner);
+    if (isStale(whole)) throw new Error('a worker answered a whole task as stale: the task lacks its models or a rule its scripts');
+    return whole as RunResult;
   }
+
+  /** Run tasks sent again whole after a worker answered their slim form as stale. */
+  wholeTasks = 0;
 
   compile(task: CompileTask): Promise<ValidationResult> {
     return this.submit(task, 'compile') as Promise<ValidationResult>;
@@ -158,7 +169,7 @@ export class ScriptPool {
     await this.piscina.destroy();
   }
 
-  private async submit(task: WorkerTask, owner: string): Promise<unknown> {
+  private async submit(task: WorkerTask, owner: string): Promise<WorkerAnswer> {
     await this.acquire(owner);
     try {
       if (this.piscina.threads.length < this.busy) await this.startWorker();
@@ -184,12 +195,12 @@ export class ScriptPool {
    * Runs `task` without the instruction hook, watched: OVERRAN when an invocation ran past the soft limit
    * (the worker said so and ended itself, or the watch ended it), and `owner` runs hooked for a while.
    */
-  private async runUnhooked(task: RunTask, owner: string): Promise<RunResult | typeof OVERRAN> {
+  private async runUnhooked(task: RunTask, owner: string): Promise<RunResult | StaleAnswer | typeof OVERRAN> {
     const deadline = new TaskDeadline(this.options.hardTimeoutMs);
     const run = this.overrunWatch.watch(() => deadline.stall());
     let workerAlive = false;
     try {
-      const result = (await this.piscina.run({ ...task, watch: run.cell }, { signal: deadline })) as RunResult;
+      const result = (await this.piscina.run({ ...task, watch: run.cell }, { signal: deadline })) as RunResult | StaleAnswer;
       workerAlive = true;
       return result;
     } catch (err) {
@@ -203,10 +214,10 @@ export class ScriptPool {
   }
 
   /** Runs `task`, aborted (its worker ended) once it has run `limitMs`. */
-  private async runWithin(task: WorkerTask, limitMs: number): Promise<unknown> {
+  private async runWithin(task: WorkerTask, limitMs: number): Promise<WorkerAnswer> {
     const deadline = new TaskDeadline(limitMs);
     try {
-      return await this.piscina.run(task, { signal: deadline });
+      return (await this.piscina.run(task, { signal: deadline })) as WorkerAnswer;
     } finally {
       deadline.clear();
     }

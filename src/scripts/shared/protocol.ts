@@ -15,25 +15,31 @@ import { ValuePacker } from '../../store/format/value-pack.js';
 import type { ValidationResult } from './types.js';
 
 /** The compiled form a worker caches per rule, replaced when `version` changes. */
-export interface RuleScripts {
-  uuid: string;
-  version: number;
+export interface RuleScripts extends RuleVersion {
   actions: string;
   success: string;
   failed: string;
+}
+
+/** A rule named by its version only, in a slim task (slimTask): the worker compiled it already. */
+export interface RuleVersion {
+  uuid: string;
+  version: number;
 }
 
 export interface RunTask {
   kind: 'run';
   /** Bumped by the main thread whenever a model changes; workers re-index `models` only then. */
   modelsVersion: number;
-  models: DataModel[];
+  /** Absent in a slim task: the worker holds `modelsVersion`'s models already, or answers StaleAnswer. */
+  models?: DataModel[];
   /** Models whose log refuses writes: `rds:*` answers the read-only error string for them at once. */
   readOnlyModels: string[];
   /** Bumped when rules are created, replaced or deleted; workers drop compiled rules not in `liveRuleIds`. */
   rulesEpoch: number;
   liveRuleIds: string[];
-  rules: RuleScripts[];
+  /** Each rule's scripts, or in a slim task its version only. */
+  rules: Array<RuleScripts | RuleVersion>;
   payloads: TaskPayloads;
   /**
    * Present: run the invocations without Lua's instruction hook, watched from the main thread through
@@ -105,7 +111,40 @@ export interface StartTask {
 }
 
 export type WorkerTask = RunTask | CompileTask | StartTask;
-export type WorkerAnswer = RunResult | ValidationResult;
+export type WorkerAnswer = RunResult | ValidationResult | StaleAnswer;
+
+/**
+ * A slim task's answer from a worker that lacks its models' version or a rule's compiled version (a
+ * fresh worker, or a change since its last task): nothing ran, and the whole task goes again.
+ */
+export interface StaleAnswer {
+  stale: true;
+}
+
+export function isStale(answer: WorkerAnswer): answer is StaleAnswer {
+  return (answer as Partial<StaleAnswer>).stale === true;
+}
+
+export function hasScripts(rule: RuleScripts | RuleVersion): rule is RuleScripts {
+  return (rule as Partial<RuleScripts>).actions !== undefined;
+}
+
+/**
+ * The task without what a worker keeps from one task to the next: the model definitions and the rules'
+ * scripts. A structured clone of those cost 30 µs a task with one model of five attributes and the RHILEX
+ * sample rule, 190 µs with ten models and 2.3 ms with a hundred, on each task of every input.
+ */
+export function slimTask(task: RunTask): RunTask {
+  return {
+    kind: 'run',
+    modelsVersion: task.modelsVersion,
+    readOnlyModels: task.readOnlyModels,
+    rulesEpoch: task.rulesEpoch,
+    liveRuleIds: task.liveRuleIds,
+    rules: task.rules.map(({ uuid, version }) => ({ uuid, version })),
+    payloads: task.payloads,
+  };
+}
 
 /**
  * A record a rule stored, as unpacked on the main thread: its values stay packed in the batch's buffer
