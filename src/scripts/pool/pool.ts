@@ -12,8 +12,9 @@
  * first starts one with a `start` task outside the hard time limit: a cold start (isolate, wasm
  * compile) is several times slower on an ARM board and must not count as the rule's running time.
  *
- * Run tasks go without Lua's instruction hook, watched (overrun-watch.ts); one that overruns ends its
- * worker and runs again hooked, and so do its owner's next tasks for a while.
+ * Run tasks go slim (protocol.ts slimTask), whole only to a worker that lacks what the slim form leaves
+ * out; and without Lua's instruction hook, watched (overrun-watch.ts): one that overruns ends its worker
+ * and runs again hooked, and so do its owner's next tasks for a while.
  */
 import { fileURLToPath } from 'node:url';
 import { Piscina } from '../../util/lazy-piscina.js';
@@ -118,6 +119,8 @@ export class ScriptPool {
   /** Worker faults (a thread that ended on an unexpected error), newest last, for /healthz. */
   private readonly faults: Array<{ atMs: number; message: string }> = [];
   private readonly overrunWatch: OverrunWatch;
+  /** Run tasks sent again whole after a worker answered their slim form as stale. */
+  wholeTasks = 0;
 
   constructor(private readonly options: PoolOptions) {
     this.size = options.workers > 0 ? options.workers : defaultWorkerCount();
@@ -146,9 +149,6 @@ export class ScriptPool {
     if (isStale(whole)) throw new Error('a worker answered a whole task as stale: the task lacks its models or a rule its scripts');
     return whole as RunResult;
   }
-
-  /** Run tasks sent again whole after a worker answered their slim form as stale. */
-  wholeTasks = 0;
 
   compile(task: CompileTask): Promise<ValidationResult> {
     return this.submit(task, 'compile') as Promise<ValidationResult>;
