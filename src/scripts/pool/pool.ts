@@ -172,13 +172,13 @@ export class ScriptPool {
   private async submit(task: WorkerTask, owner: string): Promise<WorkerAnswer> {
     await this.acquire(owner);
     try {
-      if (this.piscina.threads.length < this.busy) await this.startWorker();
+      await this.workerForEachSlot();
       if (task.kind === 'run' && !this.overrunWatch.hooked(owner)) {
         const result = await this.runUnhooked(task, owner);
         if (result !== OVERRAN) return result;
-        if (this.piscina.threads.length < this.busy) await this.startWorker();
+        await this.workerForEachSlot();
       }
-      return await this.runWithin(task, this.options.hardTimeoutMs);
+      return await this.runWithin(task, new TaskDeadline(this.options.hardTimeoutMs));
     } catch (err) {
       const aborted = (err as Error).name === 'AbortError';
       if (!aborted) this.noteFault(`worker failed: ${(err as Error).message}`);
@@ -200,7 +200,7 @@ export class ScriptPool {
     const run = this.overrunWatch.watch(() => deadline.stall());
     let workerAlive = false;
     try {
-      const result = (await this.piscina.run({ ...task, watch: run.cell }, { signal: deadline })) as RunResult | StaleAnswer;
+      const result = (await this.runWithin({ ...task, watch: run.cell }, deadline)) as RunResult | StaleAnswer;
       workerAlive = true;
       return result;
     } catch (err) {
@@ -208,14 +208,12 @@ export class ScriptPool {
       this.overrunWatch.overran(owner);
       return OVERRAN;
     } finally {
-      deadline.clear();
       this.overrunWatch.unwatch(run, workerAlive);
     }
   }
 
-  /** Runs `task`, aborted (its worker ended) once it has run `limitMs`. */
-  private async runWithin(task: WorkerTask, limitMs: number): Promise<WorkerAnswer> {
-    const deadline = new TaskDeadline(limitMs);
+  /** Runs `task`, aborted (its worker ended) when `deadline` fires. */
+  private async runWithin(task: WorkerTask, deadline: TaskDeadline): Promise<WorkerAnswer> {
     try {
       return (await this.piscina.run(task, { signal: deadline })) as WorkerAnswer;
     } finally {
@@ -223,11 +221,15 @@ export class ScriptPool {
     }
   }
 
-  /** Piscina starts a worker for a task it cannot place; this one only waits for it to be ready. */
-  private async startWorker(): Promise<void> {
+  /**
+   * Piscina starts a worker for a task it cannot place; this one only waits for it to be ready, when a
+   * slot has none (a first task, or one after a worker was ended).
+   */
+  private async workerForEachSlot(): Promise<void> {
+    if (this.piscina.threads.length >= this.busy) return;
     const start: StartTask = { kind: 'start' };
     try {
-      await this.runWithin(start, WORKER_START_MS_MAX);
+      await this.runWithin(start, new TaskDeadline(WORKER_START_MS_MAX));
     } catch (err) {
       const message = (err as Error).name === 'AbortError' ? `not ready after ${WORKER_START_MS_MAX} ms` : (err as Error).message;
       this.noteFault(`worker did not start: ${message}`);
